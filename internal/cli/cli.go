@@ -1,0 +1,61 @@
+// Package cli holds one file per `streambed` subcommand. Each command parses its own
+// flags, wires packages together and returns an error; main only dispatches.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Command is one subcommand.
+type Command struct {
+	Name    string
+	Summary string
+	Run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+// Commands lists every subcommand, in help order.
+func Commands() []Command {
+	cmds := []Command{
+		{"serve", "serve assets and live channels over HTTP/1.1, h2c and TLS h2 (the demo with no arguments)", Serve},
+		{"package", "encode a media file (or a synthetic clip) into a CMAF ladder with DASH and HLS manifests", Package},
+		{"play", "play a stream headlessly and report QoE (start-up, stalls, bitrate, latency)", Play},
+		{"netem", "build emulated networks of namespaces: up, exec, down, run", Netem},
+		{"lab", "run an experiment scenario and write its report", Lab},
+	}
+	return cmds
+}
+
+// Usage writes the top-level help.
+func Usage(w io.Writer) {
+	fmt.Fprintln(w, "streambed — a live and on-demand streaming origin with a lab that measures its transports.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Usage: streambed COMMAND [flags]   (streambed COMMAND --help for a command's flags)")
+	fmt.Fprintln(w)
+	cmds := Commands()
+	for _, c := range cmds {
+		fmt.Fprintf(w, "  %-9s %s\n", c.Name, c.Summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Start with `streambed serve` and open http://localhost:8080/.")
+}
+
+// Find returns the command called name.
+func Find(name string) (Command, error) {
+	for _, c := range Commands() {
+		if c.Name == name {
+			return c, nil
+		}
+	}
+	return Command{}, fmt.Errorf("unknown command %q; commands: %s", name, strings.Join(names(), ", "))
+}
+
+func names() []string {
+	var n []string
+	for _, c := range Commands() {
+		n = append(n, c.Name)
+	}
+	return n
+}
