@@ -1,8 +1,17 @@
 // Package manifest holds what the DASH and HLS renderers (subpackages dash and hls)
 // need to describe one stream, on demand or live.
+//
+// Time model. Segment times are integers in each track's timescale. For a live
+// channel, media time 0 of every track is Timeline.AvailabilityStart: segment n of a
+// $Number$ channel covers [n·D, (n+1)·D) and its tfdt is n·D·timescale, so the MPD
+// needs no presentationTimeOffset (it is 0) and HLS program dates are
+// AvailabilityStart + tfdt/timescale. On demand, the first listed segment's start is
+// the presentation's time 0 (the MPD carries it as presentationTimeOffset).
 package manifest
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/streambed/streambed/internal/media"
@@ -18,26 +27,150 @@ const (
 	Timeline
 )
 
+// String names the addressing mode as it appears in file names and logs.
+func (a Addressing) String() string {
+	switch a {
+	case Number:
+		return "number"
+	case Timeline:
+		return "timeline"
+	}
+	return fmt.Sprintf("Addressing(%d)", int(a))
+}
+
 // Presentation is everything a renderer needs. Renderers are pure: same input, same bytes.
+//
+// Zero values of the optional durations are replaced by defaults derived from the
+// segment duration (see the Effective* methods), so every caller gets the same MPD.
 type Presentation struct {
 	Stream     *media.Stream
 	Addressing Addressing
 	// Segments lists, per track ID, the segments to describe: every segment of an asset,
-	// or a live channel's current window, oldest first.
+	// or a live channel's current window, oldest first. Required by HLS and by the
+	// Timeline addressing; a live $Number$ MPD does not need it (it is only used for
+	// maxSegmentDuration and publishTime when present).
 	Segments map[string][]media.SegmentRef
 
 	// URL templates, relative to the manifest, with DASH identifiers
-	// ($RepresentationID$, $Number$, $Time$). HLS renderers substitute them per segment.
+	// ($RepresentationID$, $Number$, $Time$, $Bandwidth$, with optional %0Nd widths).
+	// HLS renderers substitute them per segment.
 	InitTemplate   string // "$RepresentationID$/init.mp4"
 	MediaTemplate  string // "$RepresentationID$/$Number$.m4s" or "$RepresentationID$/t$Time$.m4s"
 	PlaylistFormat string // HLS media playlist per track, "%s/playlist.m3u8" (track ID)
 
+	// MinBufferTime is the MPD@minBufferTime; 0 means one segment duration.
+	MinBufferTime time.Duration
+
 	// Live only.
 	Live                       bool
 	Timeline                   media.Timeline // availability start, segment duration, DVR window
-	PublishTime                time.Time
-	MinimumUpdatePeriod        time.Duration
-	SuggestedPresentationDelay time.Duration
-	UTCTimingURL               string // absolute or root-relative URL of /time
-	StartNumber                uint64 // $Number$ of media time 0 (live: 0)
+	PublishTime                time.Time      // 0: the end of the newest listed segment
+	MinimumUpdatePeriod        time.Duration  // 0: one segment duration
+	SuggestedPresentationDelay time.Duration  // 0: three segment durations
+	UTCTimingURL               string         // absolute or root-relative URL of /time; "" omits UTCTiming
+	// StartNumber is the $Number$ of the segment at media time 0 (live: 0). On demand,
+	// the MPD uses the first listed segment's number instead, when segments are listed.
+	StartNumber uint64
+}
+
+// SegmentDuration is the nominal segment duration D: the live timeline's, else the stream's.
+func (p *Presentation) SegmentDuration() time.Duration {
+	if p.Live && p.Timeline.SegmentDuration > 0 {
+		return p.Timeline.SegmentDuration
+	}
+	return p.Stream.SegmentDuration
+}
+
+// EffectiveMinBufferTime is MinBufferTime, or D when it is 0.
+func (p *Presentation) EffectiveMinBufferTime() time.Duration {
+	if p.MinBufferTime > 0 {
+		return p.MinBufferTime
+	}
+	return p.SegmentDuration()
+}
+
+// EffectiveMinimumUpdatePeriod is MinimumUpdatePeriod, or D when it is 0.
+func (p *Presentation) EffectiveMinimumUpdatePeriod() time.Duration {
+	if p.MinimumUpdatePeriod > 0 {
+		return p.MinimumUpdatePeriod
+	}
+	return p.SegmentDuration()
+}
+
+// EffectiveSuggestedPresentationDelay is SuggestedPresentationDelay, or 3·D when it is 0.
+func (p *Presentation) EffectiveSuggestedPresentationDelay() time.Duration {
+	if p.SuggestedPresentationDelay > 0 {
+		return p.SuggestedPresentationDelay
+	}
+	return 3 * p.SegmentDuration()
+}
+
+// EffectiveTimeShiftBufferDepth is the DVR window that media.Timeline.Window really
+// keeps: whole segments, at least one. Advertising more would send players to
+// segments the origin answers with 410.
+func (p *Presentation) EffectiveTimeShiftBufferDepth() time.Duration {
+	d := p.SegmentDuration()
+	keep := p.Timeline.TimeShiftBufferDepth / d
+	if keep < 1 {
+		keep = 1
+	}
+	return keep * d
+}
+
+// Validate checks what every renderer relies on. Errors wrap media.ErrInvalidMedia
+// (a malformed presentation is a programming or packaging error, not a request error)
+// or media.ErrNotYet (a live window with no segment yet).
+func (p *Presentation) Validate() error {
+	if p == nil || p.Stream == nil || len(p.Stream.Tracks) == 0 {
+		return fmt.Errorf("presentation has no stream or no tracks: %w", media.ErrInvalidMedia)
+	}
+	if p.SegmentDuration() <= 0 {
+		return fmt.Errorf("stream %q: no segment duration: %w", p.Stream.Name, media.ErrInvalidMedia)
+	}
+	if p.InitTemplate == "" || p.MediaTemplate == "" {
+		return fmt.Errorf("stream %q: empty init or media template: %w", p.Stream.Name, media.ErrInvalidMedia)
+	}
+	if p.Addressing != Number && p.Addressing != Timeline {
+		return fmt.Errorf("stream %q: unknown %s: %w", p.Stream.Name, p.Addressing, media.ErrInvalidMedia)
+	}
+	if p.Live && p.Timeline.AvailabilityStart.IsZero() {
+		return fmt.Errorf("live stream %q: no availability start: %w", p.Stream.Name, media.ErrInvalidMedia)
+	}
+	for _, t := range p.Stream.Tracks {
+		if t.Timescale == 0 {
+			return fmt.Errorf("stream %q track %q: no timescale: %w", p.Stream.Name, t.ID, media.ErrInvalidMedia)
+		}
+		segs := p.Segments[t.ID]
+		for i := 1; i < len(segs); i++ {
+			if segs[i].Number != segs[i-1].Number+1 || segs[i].Start < segs[i-1].End() {
+				return fmt.Errorf("stream %q track %q: segment %d does not follow %d: %w",
+					p.Stream.Name, t.ID, segs[i].Number, segs[i-1].Number, media.ErrInvalidMedia)
+			}
+		}
+	}
+	return nil
+}
+
+// RequireSegments checks that every track lists at least one segment, as HLS and the
+// Timeline addressing need. A live channel without any is not yet playable
+// (media.ErrNotYet); an asset without any is broken (media.ErrInvalidMedia).
+func (p *Presentation) RequireSegments() error {
+	for _, t := range p.Stream.Tracks {
+		if len(p.Segments[t.ID]) == 0 {
+			kind := media.ErrInvalidMedia
+			if p.Live {
+				kind = media.ErrNotYet
+			}
+			return fmt.Errorf("stream %q track %q: no segments to describe: %w", p.Stream.Name, t.ID, kind)
+		}
+	}
+	return nil
+}
+
+// PlaylistURI is the HLS media playlist of track id, relative to the multivariant playlist.
+func (p *Presentation) PlaylistURI(id string) (string, error) {
+	if strings.Count(p.PlaylistFormat, "%s") != 1 || strings.Count(p.PlaylistFormat, "%") != 1 {
+		return "", fmt.Errorf("playlist format %q must contain exactly one %%s: %w", p.PlaylistFormat, media.ErrInvalidMedia)
+	}
+	return strings.Replace(p.PlaylistFormat, "%s", id, 1), nil
 }

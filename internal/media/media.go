@@ -83,8 +83,8 @@ type Segment struct {
 	Chunks []*Chunk
 }
 
-// Size is the total byte size of the segment's chunks.
-func (s *Segment) Size() int64 {
+// Len is the total byte length of the segment's chunks (SegmentRef.Size may be unset).
+func (s *Segment) Len() int64 {
 	var n int64
 	for _, c := range s.Chunks {
 		n += int64(len(c.Data))
@@ -97,7 +97,7 @@ func (s *Segment) Bytes() []byte {
 	if len(s.Chunks) == 1 {
 		return s.Chunks[0].Data
 	}
-	b := make([]byte, 0, s.Size())
+	b := make([]byte, 0, s.Len())
 	for _, c := range s.Chunks {
 		b = append(b, c.Data...)
 	}

@@ -1,0 +1,120 @@
+package hub
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/streambed/streambed/internal/media"
+)
+
+// Asset is a packaged on-demand asset served from its folder. Segments stay on disk
+// (the page cache and sendfile serve them); init segments are small and kept in memory.
+type Asset struct {
+	dir    string
+	desc   *media.Asset
+	stream *media.Stream
+	inits  map[string][]byte
+}
+
+// OpenAsset loads the asset packaged in dir.
+func OpenAsset(dir string) (*Asset, error) {
+	desc, err := media.LoadAsset(dir)
+	if err != nil {
+		return nil, err
+	}
+	a := &Asset{dir: dir, desc: desc, stream: desc.Stream(), inits: map[string][]byte{}}
+	for _, t := range desc.Tracks {
+		b, err := os.ReadFile(filepath.Join(dir, t.InitPath))
+		if err != nil {
+			return nil, fmt.Errorf("asset %s track %s: %w", dir, t.ID, err)
+		}
+		a.inits[t.ID] = b
+	}
+	return a, nil
+}
+
+// Info describes the asset.
+func (a *Asset) Info() *media.Stream { return a.stream }
+
+// Descriptor is the asset's on-disk descriptor.
+func (a *Asset) Descriptor() *media.Asset { return a.desc }
+
+// Dir is the asset's folder.
+func (a *Asset) Dir() string { return a.dir }
+
+// Init returns a track's init segment.
+func (a *Asset) Init(trackID string) ([]byte, error) {
+	if b, ok := a.inits[trackID]; ok {
+		return b, nil
+	}
+	return nil, fmt.Errorf("asset %q has no track %q: %w", a.stream.Name, trackID, media.ErrNotFound)
+}
+
+// Segment returns segment number n of a track and the path of its file.
+func (a *Asset) Segment(trackID string, n uint64) (media.SegmentRef, string, error) {
+	t, err := a.stream.Track(trackID)
+	if err != nil {
+		return media.SegmentRef{}, "", err
+	}
+	first := t.Segments[0].Number
+	if n < first || n-first >= uint64(len(t.Segments)) {
+		return media.SegmentRef{}, "", fmt.Errorf("asset %q track %q has no segment %d: %w", a.stream.Name, trackID, n, media.ErrNotFound)
+	}
+	s := t.Segments[n-first]
+	return s, filepath.Join(a.dir, s.Path), nil
+}
+
+// SegmentAt returns the segment of a track that starts at media time start ($Time$).
+func (a *Asset) SegmentAt(trackID string, start uint64) (media.SegmentRef, string, error) {
+	t, err := a.stream.Track(trackID)
+	if err != nil {
+		return media.SegmentRef{}, "", err
+	}
+	i := sort.Search(len(t.Segments), func(i int) bool { return t.Segments[i].Start >= start })
+	if i == len(t.Segments) || t.Segments[i].Start != start {
+		return media.SegmentRef{}, "", fmt.Errorf("asset %q track %q has no segment at time %d: %w", a.stream.Name, trackID, start, media.ErrNotFound)
+	}
+	return a.Segment(trackID, t.Segments[i].Number)
+}
+
+// ReadSegment returns the bytes of segment n of a track.
+func (a *Asset) ReadSegment(trackID string, n uint64) (*media.Segment, error) {
+	ref, path, err := a.Segment(trackID, n)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("asset %q: %w", a.stream.Name, err)
+	}
+	return &media.Segment{SegmentRef: ref, Chunks: []*media.Chunk{{Data: b, Start: ref.Start, Duration: ref.Duration, Keyframe: true}}}, nil
+}
+
+// OpenAssets opens every packaged asset directly under root (folders with a
+// stream.json); folders that fail to load are returned as errors, not fatal.
+func OpenAssets(root string) ([]*Asset, []error) {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil, []error{fmt.Errorf("assets folder %s: %w", root, err)}
+	}
+	var out []*Asset
+	var errs []error
+	for _, e := range entries {
+		if !e.IsDir() || !media.ValidName(e.Name()) {
+			continue
+		}
+		dir := filepath.Join(root, e.Name())
+		if _, err := os.Stat(filepath.Join(dir, media.AssetFile)); err != nil {
+			continue // not an asset (or an interrupted packaging run)
+		}
+		a, err := OpenAsset(dir)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, a)
+	}
+	return out, errs
+}

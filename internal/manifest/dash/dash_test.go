@@ -1,0 +1,352 @@
+package dash
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/streambed/streambed/internal/manifest"
+	"github.com/streambed/streambed/internal/manifest/internal/manifesttest"
+	"github.com/streambed/streambed/internal/media"
+)
+
+var (
+	ast2025 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	epoch   = time.Unix(0, 0).UTC()
+	// About 1.7e9 s after the epoch: tfdt ≈ 1.5e14 at 90 kHz, segment numbers ≈ 8.6e8.
+	longUptime = time.Date(2024, 6, 1, 12, 0, 0, 250_000_000, time.UTC)
+)
+
+func vod(d, total time.Duration, addr manifest.Addressing) *manifest.Presentation {
+	return manifest.AssetPresentation(manifesttest.Asset("vod", d, total), addr)
+}
+
+func live(ast time.Time, d, tsbd time.Duration, now time.Time, addr manifest.Addressing) *manifest.Presentation {
+	return manifesttest.Live(media.Timeline{AvailabilityStart: ast, SegmentDuration: d, TimeShiftBufferDepth: tsbd}, now, addr)
+}
+
+type mpdCase struct {
+	name string
+	p    *manifest.Presentation
+}
+
+func cases() []mpdCase {
+	var cs []mpdCase
+	for _, addr := range []manifest.Addressing{manifest.Number, manifest.Timeline} {
+		a := addr.String()
+		cs = append(cs,
+			mpdCase{"static-" + a + "-2s", vod(2*time.Second, 9*time.Second, addr)},
+			mpdCase{"static-" + a + "-1s", vod(time.Second, 5500*time.Millisecond, addr)},
+			mpdCase{"static-" + a + "-10s", vod(10*time.Second, 95*time.Second, addr)},
+			mpdCase{"dynamic-" + a + "-2s", live(ast2025, 2*time.Second, 10*time.Second, ast2025.Add(60500*time.Millisecond), addr)},
+			mpdCase{"dynamic-" + a + "-first-segment", live(ast2025, 2*time.Second, 10*time.Second, ast2025.Add(2*time.Second), addr)},
+			mpdCase{"dynamic-" + a + "-long-uptime", live(epoch, 2*time.Second, 10*time.Second, longUptime, addr)},
+			mpdCase{"dynamic-" + a + "-1s", live(ast2025, time.Second, 5*time.Second, ast2025.Add(time.Hour), addr)},
+			mpdCase{"dynamic-" + a + "-10s", live(ast2025, 10*time.Second, 60*time.Second, ast2025.Add(90*time.Minute+3*time.Second), addr)},
+		)
+	}
+	return cs
+}
+
+func render(t *testing.T, p *manifest.Presentation) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := Render(&b, p); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func TestGolden(t *testing.T) {
+	for _, c := range cases() {
+		t.Run(c.name, func(t *testing.T) {
+			got := render(t, c.p)
+			manifesttest.Golden(t, c.name+".mpd", got)
+			if again := render(t, c.p); !bytes.Equal(got, again) {
+				t.Error("two renderings of the same presentation differ")
+			}
+		})
+	}
+}
+
+func TestSchema(t *testing.T) {
+	for _, c := range cases() {
+		t.Run(c.name, func(t *testing.T) {
+			manifesttest.ValidateMPD(t, c.name+".mpd", render(t, c.p))
+		})
+	}
+}
+
+// TestSegmentAddressing reads each MPD back and checks that its template resolves to
+// the segments that were described: same numbers, same media times, same URLs.
+func TestSegmentAddressing(t *testing.T) {
+	for _, c := range cases() {
+		t.Run(c.name, func(t *testing.T) {
+			var m mpdXML
+			if err := xml.Unmarshal(render(t, c.p), &m); err != nil {
+				t.Fatal(err)
+			}
+			for _, as := range m.Periods[0].AdaptationSets {
+				for _, r := range as.Representations {
+					st := r.SegmentTemplate
+					if st == nil {
+						st = as.SegmentTemplate
+					}
+					tr, err := c.p.Stream.Track(r.ID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					checkAddressing(t, c.p, tr, st)
+				}
+			}
+		})
+	}
+}
+
+func checkAddressing(t *testing.T, p *manifest.Presentation, tr *media.Track, st *segmentTemplateXML) {
+	t.Helper()
+	segs := p.Segments[tr.ID]
+	if st.StartNumber == nil {
+		t.Fatalf("%s: no startNumber", tr.ID)
+	}
+	switch p.Addressing {
+	case manifest.Number:
+		if st.Duration == nil {
+			t.Fatalf("%s: no @duration", tr.ID)
+		}
+		if p.Live && *st.StartNumber != p.StartNumber {
+			t.Errorf("%s: startNumber %d, want %d", tr.ID, *st.StartNumber, p.StartNumber)
+		}
+		for _, s := range segs {
+			// MPD time of the segment, in the template timescale, against its tfdt.
+			mpdTime := (s.Number - *st.StartNumber) * *st.Duration
+			mediaTime := s.Start*uint64(st.Timescale)/uint64(tr.Timescale) - st.PresentationTimeOffset
+			slack := uint64(0)
+			if tr.Kind == media.Audio {
+				slack = 1024 * uint64(st.Timescale) / uint64(tr.Timescale) // one AAC frame
+			}
+			if diff := absDiff(mpdTime, mediaTime); diff > slack {
+				t.Errorf("%s segment %d: MPD time %d, media time %d (timescale %d)", tr.ID, s.Number, mpdTime, mediaTime, st.Timescale)
+			}
+		}
+	case manifest.Timeline:
+		var got []media.SegmentRef
+		n, tm := *st.StartNumber, uint64(0)
+		for _, e := range st.Timeline.S {
+			if e.T != nil {
+				tm = *e.T
+			}
+			for i := 0; i <= e.R; i++ {
+				got = append(got, media.SegmentRef{Number: n, Start: tm, Duration: e.D})
+				n, tm = n+1, tm+e.D
+			}
+		}
+		if len(got) != len(segs) {
+			t.Fatalf("%s: timeline has %d segments, want %d", tr.ID, len(got), len(segs))
+		}
+		for i, s := range segs {
+			if got[i].Number != s.Number || got[i].Start != s.Start || got[i].Duration != s.Duration {
+				t.Errorf("%s: timeline entry %d is %+v, want %+v", tr.ID, i, got[i], s)
+			}
+			url, err := manifest.ExpandTemplate(st.Media, manifest.TemplateValues{RepresentationID: tr.ID, Time: got[i].Start, Number: got[i].Number})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := fmt.Sprintf("%s/t%d.m4s", tr.ID, s.Start); url != want {
+				t.Errorf("URL %q, want %q", url, want)
+			}
+		}
+		if p.Live && st.PresentationTimeOffset != 0 {
+			t.Errorf("%s: live presentationTimeOffset %d, want 0", tr.ID, st.PresentationTimeOffset)
+		}
+	}
+}
+
+func absDiff(a, b uint64) uint64 {
+	if a > b {
+		return a - b
+	}
+	return b - a
+}
+
+func TestLiveNumberMatchesTimeline(t *testing.T) {
+	// Segment n of a $Number$ channel is available at AST + (n+1)·D (media.Timeline);
+	// the MPD says the same: AST + Period@start + (n - startNumber + 1)·@duration.
+	tl := media.Timeline{AvailabilityStart: ast2025, SegmentDuration: 2 * time.Second, TimeShiftBufferDepth: 10 * time.Second}
+	p := manifesttest.Live(tl, ast2025.Add(time.Minute), manifest.Number)
+	var m mpdXML
+	if err := xml.Unmarshal(render(t, p), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Periods[0].Start != "PT0S" || m.AvailabilityStartTime != "2025-01-01T00:00:00Z" {
+		t.Fatalf("period start %s, AST %s", m.Periods[0].Start, m.AvailabilityStartTime)
+	}
+	st := m.Periods[0].AdaptationSets[0].SegmentTemplate
+	for _, n := range []uint64{0, 1, 29} {
+		secs := float64((n-*st.StartNumber+1)**st.Duration) / float64(st.Timescale)
+		got := ast2025.Add(time.Duration(secs * float64(time.Second)))
+		if want := tl.Availability(n); !got.Equal(want) {
+			t.Errorf("segment %d: MPD availability %s, timeline %s", n, got, want)
+		}
+	}
+}
+
+func TestTemplatePlacement(t *testing.T) {
+	// Timeline: video rungs share a timeline (one template on the AdaptationSet); the
+	// audio track has its own, on its AdaptationSet since it is alone there.
+	var m mpdXML
+	if err := xml.Unmarshal(render(t, vod(2*time.Second, 9*time.Second, manifest.Timeline)), &m); err != nil {
+		t.Fatal(err)
+	}
+	v, a := m.Periods[0].AdaptationSets[0], m.Periods[0].AdaptationSets[1]
+	if v.SegmentTemplate == nil || a.SegmentTemplate == nil || v.Representations[0].SegmentTemplate != nil {
+		t.Fatal("templates not hoisted to the AdaptationSets")
+	}
+	if v.SegmentTemplate.Timeline.S[0].D == a.SegmentTemplate.Timeline.S[0].D {
+		t.Error("audio and video share a timeline")
+	}
+	// Two audio rungs with different timescales in one language: per Representation.
+	p := vod(2*time.Second, 9*time.Second, manifest.Timeline)
+	a64 := *p.Stream.Tracks[2]
+	a64.ID, a64.Bandwidth, a64.Timescale, a64.SampleRate = "a64", 64000, 44100, 44100
+	p.Stream.Tracks = append(p.Stream.Tracks, &a64)
+	p.Segments["a64"] = manifesttest.Segments(&a64, 2*time.Second, 0, 5, 1, 9*time.Second)
+	m = mpdXML{}
+	if err := xml.Unmarshal(render(t, p), &m); err != nil {
+		t.Fatal(err)
+	}
+	a = m.Periods[0].AdaptationSets[1]
+	if len(m.Periods[0].AdaptationSets) != 2 || a.SegmentTemplate != nil || len(a.Representations) != 2 ||
+		a.Representations[0].SegmentTemplate == nil || a.Representations[1].SegmentTemplate.Timescale != 44100 {
+		t.Errorf("differing audio timelines not placed on the Representations: %+v", a)
+	}
+	manifesttest.ValidateMPD(t, "two-audio.mpd", render(t, p))
+}
+
+func TestFormatDuration(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "PT0S"},
+		{-time.Second, "PT0S"},
+		{time.Second, "PT1S"},
+		{2 * time.Second, "PT2S"},
+		{10 * time.Second, "PT10S"},
+		{40 * time.Millisecond, "PT0.04S"},
+		{90500 * time.Millisecond, "PT1M30.5S"},
+		{time.Minute, "PT1M"},
+		{time.Hour, "PT1H"},
+		{3661*time.Second + 40*time.Millisecond, "PT1H1M1.04S"},
+		{2005333333 * time.Nanosecond, "PT2.005333333S"},
+		{1, "PT0.000000001S"},
+		{50 * time.Hour, "PT50H"},
+	} {
+		if got := formatDuration(c.d); got != c.want {
+			t.Errorf("formatDuration(%v) = %q, want %q", c.d, got, c.want)
+		}
+	}
+}
+
+func TestCompact(t *testing.T) {
+	seg := func(n, s, d uint64) media.SegmentRef { return media.SegmentRef{Number: n, Start: s, Duration: d} }
+	u := func(v uint64) *uint64 { return &v }
+	for _, c := range []struct {
+		name string
+		in   []media.SegmentRef
+		want []sXML
+	}{
+		{"one", []media.SegmentRef{seg(0, 0, 2)}, []sXML{{T: u(0), D: 2}}},
+		{"repeat", []media.SegmentRef{seg(1, 10, 2), seg(2, 12, 2), seg(3, 14, 2)}, []sXML{{T: u(10), D: 2, R: 2}}},
+		{"uneven", []media.SegmentRef{seg(0, 0, 94), seg(1, 94, 94), seg(2, 188, 93), seg(3, 281, 94)},
+			[]sXML{{T: u(0), D: 94, R: 1}, {D: 93}, {D: 94}}},
+		{"gap", []media.SegmentRef{seg(0, 0, 2), seg(1, 2, 2), seg(2, 10, 2)}, []sXML{{T: u(0), D: 2, R: 1}, {T: u(10), D: 2}}},
+		{"64-bit", []media.SegmentRef{seg(1, 1<<50, 180000), seg(2, 1<<50+180000, 180000)}, []sXML{{T: u(1 << 50), D: 180000, R: 1}}},
+	} {
+		got := compact(c.in)
+		if fmt.Sprint(show(got)) != fmt.Sprint(show(c.want)) {
+			t.Errorf("%s: compact = %v, want %v", c.name, show(got), show(c.want))
+		}
+	}
+}
+
+func show(ss []sXML) []string {
+	var out []string
+	for _, s := range ss {
+		t := "-"
+		if s.T != nil {
+			t = fmt.Sprint(*s.T)
+		}
+		out = append(out, fmt.Sprintf("t=%s d=%d r=%d", t, s.D, s.R))
+	}
+	return out
+}
+
+func TestNumberTimescale(t *testing.T) {
+	for _, c := range []struct {
+		track    uint32
+		d        time.Duration
+		ts       uint32
+		duration uint64
+	}{
+		{90000, 2 * time.Second, 90000, 180000},
+		{48000, 2 * time.Second, 48000, 96000},
+		{44100, 1001 * time.Millisecond, 1000, 1001}, // 44144.1 ticks: not whole
+		{12800, 10 * time.Second, 12800, 128000},
+		{90000, 33366667 * time.Nanosecond, 1_000_000, 0}, // not whole in µs either
+	} {
+		ts, dur, err := numberTimescale(c.track, c.d)
+		if c.duration == 0 {
+			if err == nil {
+				t.Errorf("numberTimescale(%d, %v) = %d, %d; want an error", c.track, c.d, ts, dur)
+			}
+			continue
+		}
+		if err != nil || ts != c.ts || dur != c.duration {
+			t.Errorf("numberTimescale(%d, %v) = %d, %d, %v; want %d, %d", c.track, c.d, ts, dur, err, c.ts, c.duration)
+		}
+	}
+}
+
+func TestErrors(t *testing.T) {
+	emptyWindow := live(ast2025, 2*time.Second, 10*time.Second, ast2025.Add(time.Second), manifest.Timeline)
+	noSegmentsYet := live(ast2025, 2*time.Second, 10*time.Second, ast2025.Add(time.Second), manifest.Number)
+	timeWithNumber := vod(2*time.Second, 9*time.Second, manifest.Number)
+	timeWithNumber.MediaTemplate = manifest.AssetTimeTemplate
+	noRepID := vod(2*time.Second, 9*time.Second, manifest.Number)
+	noRepID.MediaTemplate = "seg-$Number$.m4s"
+	noTracks := vod(2*time.Second, 9*time.Second, manifest.Number)
+	noTracks.Stream = &media.Stream{Name: "x", SegmentDuration: time.Second}
+	badRate := vod(2*time.Second, 9*time.Second, manifest.Number)
+	badRate.Stream.Tracks[0].FrameRate = "fast"
+
+	for _, c := range []struct {
+		name string
+		p    *manifest.Presentation
+		want error
+	}{
+		{"live timeline before the first segment", emptyWindow, media.ErrNotYet},
+		{"$Time$ with @duration", timeWithNumber, media.ErrInvalidMedia},
+		{"template without $RepresentationID$", noRepID, media.ErrInvalidMedia},
+		{"no tracks", noTracks, media.ErrInvalidMedia},
+		{"bad frame rate", badRate, media.ErrInvalidMedia},
+	} {
+		var b bytes.Buffer
+		err := Render(&b, c.p)
+		if !errors.Is(err, c.want) {
+			t.Errorf("%s: error %v, want %v", c.name, err, c.want)
+		}
+		if b.Len() != 0 {
+			t.Errorf("%s: wrote %d bytes despite the error", c.name, b.Len())
+		}
+	}
+	// A $Number$ channel needs no segment list: it plays before the first segment.
+	got := render(t, noSegmentsYet)
+	if !strings.Contains(string(got), `startNumber="0"`) {
+		t.Errorf("live $Number$ MPD without startNumber=0:\n%s", got)
+	}
+}

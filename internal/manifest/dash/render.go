@@ -1,0 +1,404 @@
+// Package dash renders MPEG-DASH MPDs (ISO/IEC 23009-1, live profile, CMAF segments)
+// from a manifest.Presentation.
+//
+// Layout of every MPD: one Period starting at 0; one AdaptationSet for the video
+// tracks and one per audio language; a Representation per track. Segments are
+// addressed by a SegmentTemplate with either $Number$ and a nominal @duration, or a
+// SegmentTimeline and $Time$. The SegmentTemplate sits on the AdaptationSet when it is
+// the same for every Representation, else on each Representation (audio timelines
+// differ from video ones because AAC frames do not divide the segment duration).
+package dash
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"math"
+	"math/bits"
+	"reflect"
+	"regexp"
+	"time"
+
+	"github.com/streambed/streambed/internal/manifest"
+	"github.com/streambed/streambed/internal/media"
+)
+
+// Render writes the MPD of p to w. Same input, same bytes; nothing is written when
+// p is rejected.
+//
+// Static (on demand): the first listed segment of each track is presentation time 0
+// (its start becomes presentationTimeOffset) and, with $Number$, its number the
+// startNumber.
+//
+// Dynamic (live): media time 0 is p.Timeline.AvailabilityStart and the Period starts
+// there, so presentationTimeOffset is 0. With $Number$, segment p.StartNumber+k covers
+// [k·D, (k+1)·D) and becomes available at AvailabilityStart + (k+1)·D, exactly as
+// media.Timeline says; no segment list is needed. With $Time$, the SegmentTimeline
+// lists p.Segments, the current window.
+//
+// Errors wrap media.ErrInvalidMedia for a malformed presentation and media.ErrNotYet
+// for a live $Time$ MPD whose window is still empty.
+func Render(w io.Writer, p *manifest.Presentation) error {
+	m, err := build(p)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	buf.WriteString(xml.Header)
+	enc := xml.NewEncoder(&buf)
+	enc.Indent("", "  ")
+	if err := enc.Encode(m); err != nil {
+		return fmt.Errorf("dash: encode MPD of %q: %w", p.Stream.Name, err)
+	}
+	buf.WriteByte('\n')
+	_, err = w.Write(selfClose.ReplaceAll(buf.Bytes(), []byte("<$1$2/>")))
+	return err
+}
+
+// selfClose matches an element with no content, which encoding/xml writes as a pair of
+// tags. Attribute values cannot contain '<' or '>' (the encoder escapes them), so the
+// pattern cannot match across elements.
+var selfClose = regexp.MustCompile(`<([A-Za-z]+)((?: [^<>]*)?)></([A-Za-z]+)>`)
+
+func build(p *manifest.Presentation) (*mpdXML, error) {
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("dash: %w", err)
+	}
+	if err := checkTemplates(p); err != nil {
+		return nil, fmt.Errorf("dash: stream %q: %w", p.Stream.Name, err)
+	}
+	if p.Addressing == manifest.Timeline {
+		if err := p.RequireSegments(); err != nil {
+			return nil, fmt.Errorf("dash: %w", err)
+		}
+	}
+
+	m := &mpdXML{
+		Xmlns:         mpdNamespace,
+		Profiles:      profileLive,
+		MinBufferTime: formatDuration(p.EffectiveMinBufferTime()),
+	}
+	if p.Live {
+		m.Type = "dynamic"
+		m.AvailabilityStartTime = formatDateTime(p.Timeline.AvailabilityStart)
+		m.PublishTime = formatDateTime(publishTime(p))
+		m.MinimumUpdatePeriod = formatDuration(p.EffectiveMinimumUpdatePeriod())
+		m.TimeShiftBufferDepth = formatDuration(p.EffectiveTimeShiftBufferDepth())
+		m.SuggestedPresentationDelay = formatDuration(p.EffectiveSuggestedPresentationDelay())
+		m.MaxSegmentDuration = formatDuration(maxSegmentDuration(p))
+		if p.UTCTimingURL != "" {
+			m.UTCTimings = []descriptorXML{{SchemeIDURI: schemeUTCHTTPISO, Value: p.UTCTimingURL}}
+		}
+	} else {
+		m.Type = "static"
+		m.MediaPresentationDuration = formatDuration(presentationDuration(p))
+	}
+
+	per := periodXML{ID: "0", Start: "PT0S"}
+	for i, g := range groups(p.Stream) {
+		as, err := adaptationSet(p, i+1, g)
+		if err != nil {
+			return nil, fmt.Errorf("dash: stream %q: %w", p.Stream.Name, err)
+		}
+		per.AdaptationSets = append(per.AdaptationSets, as)
+	}
+	m.Periods = []periodXML{per}
+	return m, nil
+}
+
+// checkTemplates rejects identifiers the addressing cannot resolve: $Time$ needs a
+// SegmentTimeline (23009-1 5.3.9.4.4), and every template needs $RepresentationID$
+// unless there is a single track.
+func checkTemplates(p *manifest.Presentation) error {
+	for _, tmpl := range []string{p.InitTemplate, p.MediaTemplate} {
+		if _, err := manifest.ExpandTemplate(tmpl, manifest.TemplateValues{}); err != nil {
+			return err
+		}
+		if len(p.Stream.Tracks) > 1 && !manifest.UsesIdentifier(tmpl, "RepresentationID") && !manifest.UsesIdentifier(tmpl, "Bandwidth") {
+			return fmt.Errorf("template %q names no representation: %w", tmpl, media.ErrInvalidMedia)
+		}
+	}
+	usesNumber := manifest.UsesIdentifier(p.MediaTemplate, "Number")
+	usesTime := manifest.UsesIdentifier(p.MediaTemplate, "Time")
+	switch {
+	case p.Addressing == manifest.Number && !usesNumber:
+		return fmt.Errorf("$Number$ addressing with media template %q: %w", p.MediaTemplate, media.ErrInvalidMedia)
+	case p.Addressing == manifest.Number && usesTime:
+		return fmt.Errorf("$Time$ needs a SegmentTimeline, media template %q: %w", p.MediaTemplate, media.ErrInvalidMedia)
+	case p.Addressing == manifest.Timeline && !usesNumber && !usesTime:
+		return fmt.Errorf("media template %q has neither $Time$ nor $Number$: %w", p.MediaTemplate, media.ErrInvalidMedia)
+	}
+	return nil
+}
+
+// group is the tracks of one AdaptationSet.
+type group struct {
+	kind   media.Kind
+	lang   string
+	tracks []*media.Track
+}
+
+// groups puts every video track in one AdaptationSet and the audio tracks in one per
+// language (@lang belongs to the AdaptationSet), in stream order.
+func groups(s *media.Stream) []group {
+	var out []group
+	if v := s.TracksOf(media.Video); len(v) > 0 {
+		out = append(out, group{kind: media.Video, tracks: v})
+	}
+	idx := map[string]int{}
+	for _, t := range s.TracksOf(media.Audio) {
+		i, ok := idx[t.Language]
+		if !ok {
+			i = len(out)
+			idx[t.Language] = i
+			out = append(out, group{kind: media.Audio, lang: t.Language})
+		}
+		out[i].tracks = append(out[i].tracks, t)
+	}
+	return out
+}
+
+func adaptationSet(p *manifest.Presentation, id int, g group) (adaptationSetXML, error) {
+	as := adaptationSetXML{
+		ID:               id,
+		ContentType:      string(g.kind),
+		Lang:             g.lang,
+		MimeType:         g.tracks[0].MimeType(),
+		SegmentAlignment: true,
+		StartWithSAP:     1,
+	}
+	if g.kind == media.Video || isFirstAudio(p.Stream, g) {
+		as.Roles = []descriptorXML{{SchemeIDURI: schemeRole, Value: "main"}}
+	}
+
+	templates := make([]*segmentTemplateXML, len(g.tracks))
+	var maxRate manifest.FrameRate
+	par, sameParForAll := "", true
+	for i, t := range g.tracks {
+		st, err := segmentTemplate(p, t)
+		if err != nil {
+			return as, err
+		}
+		templates[i] = st
+		r := representationXML{ID: t.ID, Bandwidth: t.Bandwidth, Codecs: t.Codec}
+		switch g.kind {
+		case media.Video:
+			r.Width, r.Height = t.Width, t.Height
+			as.MaxWidth = max(as.MaxWidth, t.Width)
+			as.MaxHeight = max(as.MaxHeight, t.Height)
+			fr, err := manifest.ParseFrameRate(t.FrameRate)
+			if err != nil {
+				return as, fmt.Errorf("track %q: %w", t.ID, err)
+			}
+			if !fr.IsZero() {
+				r.FrameRate = fr.DASH()
+				if fr.Float() > maxRate.Float() {
+					maxRate = fr
+				}
+			}
+			tp := ratio(t.Width, t.Height)
+			if i == 0 {
+				par = tp
+			} else if tp != par {
+				sameParForAll = false
+			}
+		case media.Audio:
+			if t.SampleRate > 0 {
+				r.AudioSamplingRate = fmt.Sprint(t.SampleRate)
+			}
+			if t.Channels > 0 {
+				r.AudioChannels = []descriptorXML{{SchemeIDURI: schemeAudioConfig, Value: fmt.Sprint(t.Channels)}}
+			}
+		}
+		as.Representations = append(as.Representations, r)
+	}
+	if g.kind == media.Video {
+		if !maxRate.IsZero() {
+			as.MaxFrameRate = maxRate.DASH()
+		}
+		if sameParForAll {
+			as.Par = par
+		}
+	}
+	// Hoist what every Representation shares to the AdaptationSet.
+	if allEqual(templates) {
+		as.SegmentTemplate = templates[0]
+	} else {
+		for i := range as.Representations {
+			as.Representations[i].SegmentTemplate = templates[i]
+		}
+	}
+	if g.kind == media.Audio {
+		chans := make([][]descriptorXML, len(as.Representations))
+		for i, r := range as.Representations {
+			chans[i] = r.AudioChannels
+		}
+		if allEqual(chans) {
+			as.AudioChannels = chans[0]
+			for i := range as.Representations {
+				as.Representations[i].AudioChannels = nil
+			}
+		}
+	}
+	return as, nil
+}
+
+func isFirstAudio(s *media.Stream, g group) bool {
+	a := s.TracksOf(media.Audio)
+	return g.kind == media.Audio && len(a) > 0 && a[0] == g.tracks[0]
+}
+
+func allEqual[T any](xs []T) bool {
+	for _, x := range xs[1:] {
+		if !reflect.DeepEqual(x, xs[0]) {
+			return false
+		}
+	}
+	return true
+}
+
+// ratio reduces w:h ("16:9"); "" when either is unknown.
+func ratio(w, h int) string {
+	if w <= 0 || h <= 0 {
+		return ""
+	}
+	a, b := w, h
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return fmt.Sprintf("%d:%d", w/a, h/a)
+}
+
+func segmentTemplate(p *manifest.Presentation, t *media.Track) (*segmentTemplateXML, error) {
+	segs := p.Segments[t.ID]
+	st := &segmentTemplateXML{Initialization: p.InitTemplate, Media: p.MediaTemplate}
+	switch p.Addressing {
+	case manifest.Number:
+		ts, dur, err := numberTimescale(t.Timescale, p.SegmentDuration())
+		if err != nil {
+			return nil, fmt.Errorf("track %q: %w", t.ID, err)
+		}
+		st.Timescale, st.Duration = ts, &dur
+		start := p.StartNumber
+		if !p.Live && len(segs) > 0 {
+			start = segs[0].Number
+			pto, ok := rescale(segs[0].Start, uint64(ts), uint64(t.Timescale))
+			if !ok {
+				return nil, fmt.Errorf("track %q: first segment start %d overflows: %w", t.ID, segs[0].Start, media.ErrInvalidMedia)
+			}
+			st.PresentationTimeOffset = pto
+		}
+		if start > math.MaxUint32 {
+			return nil, fmt.Errorf("track %q: startNumber %d exceeds the MPD's 32 bits: %w", t.ID, start, media.ErrInvalidMedia)
+		}
+		st.StartNumber = &start
+	case manifest.Timeline:
+		st.Timescale = t.Timescale
+		first := segs[0]
+		if !p.Live {
+			st.PresentationTimeOffset = first.Start
+		}
+		// startNumber lets $Number$ templates work with a timeline too; @startNumber is
+		// 32-bit, so a long-running channel numbered from the epoch may not fit. Then
+		// $Time$ must do the addressing.
+		if first.Number <= math.MaxUint32 {
+			n := first.Number
+			st.StartNumber = &n
+		} else if manifest.UsesIdentifier(p.MediaTemplate, "Number") {
+			return nil, fmt.Errorf("track %q: segment number %d exceeds the MPD's 32-bit startNumber; use $Time$: %w", t.ID, first.Number, media.ErrInvalidMedia)
+		}
+		st.Timeline = &segmentTimelineXML{S: compact(segs)}
+	}
+	return st, nil
+}
+
+// compact run-length encodes segments as S elements: @t on the first and after any
+// gap, @r for each following segment with the same duration.
+func compact(segs []media.SegmentRef) []sXML {
+	var out []sXML
+	for i, s := range segs {
+		contiguous := i > 0 && s.Start == segs[i-1].End()
+		if contiguous && out[len(out)-1].D == s.Duration {
+			out[len(out)-1].R++
+			continue
+		}
+		e := sXML{D: s.Duration}
+		if !contiguous {
+			t := s.Start
+			e.T = &t
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// numberTimescale picks the SegmentTemplate timescale for $Number$ addressing: the
+// track's own when the nominal duration d is a whole number of its ticks, else the
+// first of ms, µs that is exact. @duration is 32-bit in the schema.
+func numberTimescale(track uint32, d time.Duration) (uint32, uint64, error) {
+	for _, ts := range []uint32{track, 1000, 1_000_000} {
+		ticks, ok := rescale(uint64(d), uint64(ts), uint64(time.Second))
+		if !ok || ticks == 0 || ticks > math.MaxUint32 {
+			continue
+		}
+		if back, _ := rescale(ticks, uint64(time.Second), uint64(ts)); time.Duration(back) == d {
+			return ts, ticks, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("segment duration %s is not a whole number of ticks at timescale %d, 1000 or 1000000: %w", d, track, media.ErrInvalidMedia)
+}
+
+// rescale returns v·num/den rounded down, with a 128-bit intermediate; ok is false
+// when the result does not fit 64 bits.
+func rescale(v, num, den uint64) (uint64, bool) {
+	hi, lo := bits.Mul64(v, num)
+	if den == 0 || hi >= den {
+		return 0, false
+	}
+	q, _ := bits.Div64(hi, lo, den)
+	return q, true
+}
+
+// presentationDuration is the stream's duration, else the longest listed track.
+func presentationDuration(p *manifest.Presentation) time.Duration {
+	if p.Stream.Duration > 0 {
+		return p.Stream.Duration
+	}
+	var d time.Duration
+	for _, t := range p.Stream.Tracks {
+		if segs := p.Segments[t.ID]; len(segs) > 0 {
+			d = max(d, t.Duration(segs[len(segs)-1].End()-segs[0].Start))
+		}
+	}
+	return d
+}
+
+// maxSegmentDuration is the longest listed segment, at least the nominal duration.
+func maxSegmentDuration(p *manifest.Presentation) time.Duration {
+	d := p.SegmentDuration()
+	for _, t := range p.Stream.Tracks {
+		for _, s := range p.Segments[t.ID] {
+			d = max(d, t.Duration(s.Duration))
+		}
+	}
+	return d
+}
+
+// publishTime is p.PublishTime, else when the newest listed segment ended (the MPD
+// cannot have changed since), else the availability start.
+func publishTime(p *manifest.Presentation) time.Time {
+	if !p.PublishTime.IsZero() {
+		return p.PublishTime
+	}
+	latest := p.Timeline.AvailabilityStart
+	for _, t := range p.Stream.Tracks {
+		if segs := p.Segments[t.ID]; len(segs) > 0 {
+			end := p.Timeline.AvailabilityStart.Add(t.Duration(segs[len(segs)-1].End()))
+			if end.After(latest) {
+				latest = end
+			}
+		}
+	}
+	return latest
+}

@@ -1,0 +1,77 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/streambed/streambed/internal/media"
+)
+
+// streamJSON is one entry of GET /api/streams.
+type streamJSON struct {
+	Name              string        `json:"name"`
+	Live              bool          `json:"live"`
+	SegmentDurationMS int64         `json:"segment_duration_ms"`
+	DurationMS        int64         `json:"duration_ms,omitempty"`
+	DVRWindowMS       int64         `json:"dvr_window_ms,omitempty"`
+	DASH              string        `json:"dash"`
+	DASHTimeline      string        `json:"dash_timeline"`
+	HLS               string        `json:"hls"`
+	WS                string        `json:"ws,omitempty"`
+	Tracks            []media.Track `json:"tracks"`
+}
+
+// tracksJSON copies tracks without their segment lists (which can be long).
+func tracksJSON(ts []*media.Track) []media.Track {
+	out := make([]media.Track, len(ts))
+	for i, t := range ts {
+		out[i] = *t
+		out[i].Segments = nil
+		out[i].InitPath = ""
+	}
+	return out
+}
+
+func (s *Server) handleStreams(w http.ResponseWriter, r *http.Request) {
+	var list []streamJSON
+	for _, c := range s.hub.Channels() {
+		info := c.Info()
+		base := "/live/" + info.Name + "/"
+		list = append(list, streamJSON{
+			Name: info.Name, Live: true,
+			SegmentDurationMS: c.Timeline().SegmentDuration.Milliseconds(),
+			DVRWindowMS:       c.Timeline().TimeShiftBufferDepth.Milliseconds(),
+			DASH:              base + "manifest.mpd", DASHTimeline: base + "manifest-timeline.mpd", HLS: base + "master.m3u8",
+			WS:     "/ws/" + info.Name,
+			Tracks: tracksJSON(info.Tracks),
+		})
+	}
+	for _, a := range s.hub.Assets() {
+		info := a.Info()
+		base := "/vod/" + info.Name + "/"
+		list = append(list, streamJSON{
+			Name: info.Name, SegmentDurationMS: info.SegmentDuration.Milliseconds(), DurationMS: info.Duration.Milliseconds(),
+			DASH: base + "manifest.mpd", DASHTimeline: base + "manifest-timeline.mpd", HLS: base + "master.m3u8",
+			Tracks: tracksJSON(info.Tracks),
+		})
+	}
+	if list == nil {
+		list = []streamJSON{}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-cache")
+	_ = json.NewEncoder(w).Encode(map[string]any{"streams": list})
+}
+
+// handleTime is the UTCTiming source (urn:mpeg:dash:utc:http-iso:2014): the server's
+// clock in ISO 8601 with milliseconds. It honours ?nowMS= like the live routes.
+func (s *Server) handleTime(w http.ResponseWriter, r *http.Request) {
+	now, _, err := s.requestNow(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write([]byte(now.UTC().Format("2006-01-02T15:04:05.000Z")))
+}

@@ -1,0 +1,246 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/streambed/streambed/internal/hub"
+	"github.com/streambed/streambed/internal/manifest"
+	"github.com/streambed/streambed/internal/media"
+)
+
+// requestNow is the time a live request is answered for: the server clock, or the
+// `?nowMS=` override (milliseconds since the Unix epoch) that pins it, as DASH-IF
+// livesim2 does, so tests and debugging can ask "what did the channel look like then".
+func (s *Server) requestNow(r *http.Request) (time.Time, bool, error) {
+	v := r.URL.Query().Get("nowMS")
+	if v == "" {
+		return s.clock(), false, nil
+	}
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || ms < 0 {
+		return time.Time{}, false, fmt.Errorf("nowMS=%q is not milliseconds since the epoch: %w", v, media.ErrBadRequest)
+	}
+	return time.UnixMilli(ms), true, nil
+}
+
+// livePresentation describes channel c at now for one manifest file.
+func (s *Server) livePresentation(r *http.Request, c *hub.Channel, file string, now time.Time) (*manifest.Presentation, error) {
+	window, err := c.Window(now)
+	if err != nil {
+		return nil, err
+	}
+	info := c.Info()
+	tl := c.Timeline()
+	p := &manifest.Presentation{
+		Stream:         info,
+		Addressing:     addressingOf(file),
+		Segments:       window,
+		InitTemplate:   manifest.AssetInitTemplate,
+		MediaTemplate:  manifest.AssetNumberTemplate,
+		PlaylistFormat: manifest.AssetPlaylistFormat,
+		Live:           true,
+		Timeline:       tl,
+		UTCTimingURL:   baseURL(r) + "/time",
+		StartNumber:    0,
+	}
+	if p.Addressing == manifest.Timeline {
+		p.MediaTemplate = manifest.AssetTimeTemplate
+	}
+	if cc := s.channelConfig(info.Name); cc != nil && cc.PresentationDelay > 0 {
+		p.SuggestedPresentationDelay = cc.PresentationDelay
+	} else {
+		p.SuggestedPresentationDelay = 2 * tl.SegmentDuration
+	}
+	return p, nil
+}
+
+func (s *Server) channelConfig(name string) *ChannelConfig {
+	for i := range s.cfg.Channels {
+		if s.cfg.Channels[i].Name == name {
+			return &s.cfg.Channels[i]
+		}
+	}
+	return nil
+}
+
+// baseURL is the scheme and host the client used, for absolute URLs in manifests.
+func baseURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if p := r.Header.Get("X-Forwarded-Proto"); p == "http" || p == "https" {
+		scheme = p
+	}
+	return scheme + "://" + r.Host
+}
+
+func (s *Server) liveManifestMaxAge(c *hub.Channel) time.Duration {
+	if s.cfg.Cache.LiveManifestMaxAge > 0 {
+		return s.cfg.Cache.LiveManifestMaxAge
+	}
+	return c.Timeline().SegmentDuration / 2
+}
+
+func (s *Server) handleLive(w http.ResponseWriter, r *http.Request) {
+	name, file := r.PathValue("stream"), r.PathValue("file")
+	s.serveLiveManifest(w, r, name, "", file)
+}
+
+func (s *Server) serveLiveManifest(w http.ResponseWriter, r *http.Request, name, track, file string) {
+	if err := checkNames(name); err != nil {
+		writeError(w, err)
+		return
+	}
+	c, err := s.hub.Channel(name)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if track == "" && !isManifest(file) {
+		writeError(w, fmt.Errorf("channel %q has no file %q (manifest.mpd, manifest-timeline.mpd, master.m3u8): %w", name, file, media.ErrNotFound))
+		return
+	}
+	now, pinned, err := s.requestNow(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	last, ok := c.Timeline().Latest(now)
+	if !ok {
+		writeError(w, fmt.Errorf("channel %q has no complete segment yet: %w", name, media.ErrNotYet))
+		return
+	}
+	render := func(out io.Writer) error {
+		p, err := s.livePresentation(r, c, file, now)
+		if err != nil {
+			return err
+		}
+		return renderFile(out, p, file, track)
+	}
+	var m *rendered
+	if pinned {
+		m, err = s.manifest("", "", render) // a pinned clock is never cached
+	} else {
+		slot := fmt.Sprintf("live/%s/%s/%s|%s|%v", name, track, file, r.Host, r.TLS != nil)
+		m, err = s.manifest(slot, fmt.Sprintf("%p/%d", c, last), render)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	serveManifest(w, r, m, file, s.liveManifestMaxAge(c))
+}
+
+func (s *Server) handleLiveTrack(w http.ResponseWriter, r *http.Request) {
+	name, track, file := r.PathValue("stream"), r.PathValue("track"), r.PathValue("file")
+	if err := checkNames(name, track); err != nil {
+		writeError(w, err)
+		return
+	}
+	if file == "playlist.m3u8" {
+		s.serveLiveManifest(w, r, name, track, file)
+		return
+	}
+	c, err := s.hub.Channel(name)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	t, err := c.Info().Track(track)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if file == "init.mp4" {
+		b, _ := c.Init(track)
+		s.serveBytes(w, r, b, t.Kind, name+"/"+track, time.Time{})
+		return
+	}
+	sn, err := parseSegmentName(file)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	now, _, err := s.requestNow(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var seg *media.Segment
+	if sn.byTime {
+		seg, err = c.SegmentAt(track, sn.time, now)
+	} else {
+		seg, err = c.Segment(track, sn.number, now)
+	}
+	if err != nil {
+		if errors.Is(err, media.ErrNotYet) {
+			w.Header().Set("Retry-After", "1")
+		}
+		writeError(w, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", contentType(file, t.Kind))
+	h.Set("Cache-Control", s.segmentCacheControl())
+	h.Set("ETag", fmt.Sprintf(`"%s-%x-%x-%x"`, track, seg.Number, seg.Start, seg.Len()))
+	http.ServeContent(w, r, "", c.Timeline().Availability(seg.Number), newChunkReader(seg.Chunks))
+}
+
+// chunkReader reads a segment's chunks as one body without copying them together.
+type chunkReader struct {
+	chunks []*media.Chunk
+	size   int64
+	off    int64
+}
+
+func newChunkReader(chunks []*media.Chunk) *chunkReader {
+	r := &chunkReader{chunks: chunks}
+	for _, c := range chunks {
+		r.size += int64(len(c.Data))
+	}
+	return r
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if r.off >= r.size {
+		return 0, io.EOF
+	}
+	n := 0
+	pos := int64(0)
+	for _, c := range r.chunks {
+		end := pos + int64(len(c.Data))
+		if r.off < end && n < len(p) {
+			k := copy(p[n:], c.Data[r.off-pos:])
+			n += k
+			r.off += int64(k)
+		}
+		pos = end
+		if n == len(p) {
+			break
+		}
+	}
+	return n, nil
+}
+
+func (r *chunkReader) Seek(offset int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		offset += r.off
+	case io.SeekEnd:
+		offset += r.size
+	default:
+		return 0, errors.New("chunkReader: bad whence")
+	}
+	if offset < 0 {
+		return 0, errors.New("chunkReader: negative position")
+	}
+	r.off = offset
+	return offset, nil
+}

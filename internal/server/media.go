@@ -1,0 +1,220 @@
+package server
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/streambed/streambed/internal/manifest"
+	"github.com/streambed/streambed/internal/manifest/dash"
+	"github.com/streambed/streambed/internal/manifest/hls"
+	"github.com/streambed/streambed/internal/media"
+)
+
+// rendered is a manifest body with its gzip form, rendered once and shared.
+type rendered struct {
+	key  string // what it was rendered from; a different key means render again
+	body []byte
+	gz   []byte
+	etag string
+}
+
+func newRendered(key string, body []byte) *rendered {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	_, _ = zw.Write(body)
+	_ = zw.Close()
+	h := fnv.New64a()
+	_, _ = h.Write(body)
+	return &rendered{key: key, body: body, gz: buf.Bytes(), etag: fmt.Sprintf(`"%x"`, h.Sum64())}
+}
+
+// manifest returns the cached rendering under slot if it was made from key, else renders.
+// One slot per manifest URL keeps the cache bounded however long a channel runs; an
+// empty slot renders without caching.
+func (s *Server) manifest(slot, key string, render func(w io.Writer) error) (*rendered, error) {
+	if v, ok := s.manifests.Load(slot); ok && slot != "" && v.(*rendered).key == key {
+		return v.(*rendered), nil
+	}
+	var buf bytes.Buffer
+	if err := render(&buf); err != nil {
+		return nil, err
+	}
+	r := newRendered(key, buf.Bytes())
+	if slot != "" {
+		s.manifests.Store(slot, r)
+	}
+	return r, nil
+}
+
+// serveManifest writes a manifest, gzip-compressed when the client accepts it.
+func serveManifest(w http.ResponseWriter, r *http.Request, m *rendered, file string, maxAge time.Duration) {
+	h := w.Header()
+	h.Set("Content-Type", contentType(file, ""))
+	h.Set("Cache-Control", fmt.Sprintf("public, max-age=%d", int(maxAge.Seconds())))
+	h.Set("Vary", "Accept-Encoding")
+	h.Set("ETag", m.etag)
+	if inm := r.Header.Get("If-None-Match"); inm != "" && strings.Contains(inm, m.etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	body := m.body
+	if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") && r.Header.Get("Range") == "" {
+		body = m.gz
+		h.Set("Content-Encoding", "gzip")
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	if r.Method == http.MethodHead {
+		return
+	}
+	_, _ = w.Write(body)
+}
+
+// renderFile renders one of the manifest files of p.
+func renderFile(w io.Writer, p *manifest.Presentation, file, track string) error {
+	switch file {
+	case "manifest.mpd", "manifest-timeline.mpd":
+		return dash.Render(w, p)
+	case "master.m3u8":
+		return hls.RenderMultivariant(w, p)
+	case "playlist.m3u8":
+		return hls.RenderMedia(w, p, track)
+	}
+	return fmt.Errorf("no manifest %q: %w", file, media.ErrNotFound)
+}
+
+func addressingOf(file string) manifest.Addressing {
+	if file == "manifest-timeline.mpd" {
+		return manifest.Timeline
+	}
+	return manifest.Number
+}
+
+func isManifest(file string) bool {
+	switch file {
+	case "manifest.mpd", "manifest-timeline.mpd", "master.m3u8":
+		return true
+	}
+	return false
+}
+
+// ---- on demand ----
+
+func (s *Server) handleVOD(w http.ResponseWriter, r *http.Request) {
+	name, file := r.PathValue("stream"), r.PathValue("file")
+	if err := checkNames(name); err != nil {
+		writeError(w, err)
+		return
+	}
+	a, err := s.hub.Asset(name)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if !isManifest(file) {
+		writeError(w, fmt.Errorf("asset %q has no file %q (manifest.mpd, manifest-timeline.mpd, master.m3u8): %w", name, file, media.ErrNotFound))
+		return
+	}
+	m, err := s.manifest("vod/"+name+"/"+file, fmt.Sprintf("%p", a), func(w io.Writer) error {
+		return renderFile(w, manifest.AssetPresentation(a.Descriptor(), addressingOf(file)), file, "")
+	})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	serveManifest(w, r, m, file, s.cfg.Cache.VODManifestMaxAge)
+}
+
+func (s *Server) handleVODTrack(w http.ResponseWriter, r *http.Request) {
+	name, track, file := r.PathValue("stream"), r.PathValue("track"), r.PathValue("file")
+	if err := checkNames(name, track); err != nil {
+		writeError(w, err)
+		return
+	}
+	a, err := s.hub.Asset(name)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	t, err := a.Info().Track(track)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	switch file {
+	case "init.mp4":
+		b, _ := a.Init(track)
+		s.serveBytes(w, r, b, t.Kind, a.Descriptor().Fingerprint+track, time.Time{})
+		return
+	case "playlist.m3u8":
+		m, err := s.manifest("vod/"+name+"/"+track+"/"+file, fmt.Sprintf("%p", a), func(w io.Writer) error {
+			return renderFile(w, manifest.AssetPresentation(a.Descriptor(), manifest.Number), file, track)
+		})
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		serveManifest(w, r, m, file, s.cfg.Cache.VODManifestMaxAge)
+		return
+	}
+	sn, err := parseSegmentName(file)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var path string
+	if sn.byTime {
+		_, path, err = a.SegmentAt(track, sn.time)
+	} else {
+		_, path, err = a.Segment(track, sn.number)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	s.serveFile(w, r, path, t.Kind)
+}
+
+// serveFile serves a segment file: ranges, HEAD and conditional requests by
+// http.ServeContent, and sendfile on plain HTTP/1.1.
+func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, path string, kind media.Kind) {
+	f, err := os.Open(path)
+	if err != nil {
+		writeError(w, fmt.Errorf("segment file: %w", media.ErrNotFound))
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", contentType(path, kind))
+	h.Set("Cache-Control", s.segmentCacheControl())
+	h.Set("ETag", fmt.Sprintf(`"%x-%x"`, fi.ModTime().Unix(), fi.Size()))
+	http.ServeContent(w, r, "", fi.ModTime(), f)
+}
+
+func (s *Server) segmentCacheControl() string {
+	return fmt.Sprintf("public, max-age=%d, immutable", int(s.cfg.Cache.SegmentMaxAge.Seconds()))
+}
+
+// serveBytes serves an in-memory init segment.
+func (s *Server) serveBytes(w http.ResponseWriter, r *http.Request, b []byte, kind media.Kind, tag string, mod time.Time) {
+	h := w.Header()
+	h.Set("Content-Type", contentType("", kind))
+	h.Set("Cache-Control", s.segmentCacheControl())
+	sum := fnv.New64a()
+	_, _ = sum.Write([]byte(tag))
+	_, _ = sum.Write(b)
+	h.Set("ETag", fmt.Sprintf(`"%x"`, sum.Sum64()))
+	http.ServeContent(w, r, "", mod, bytes.NewReader(b))
+}

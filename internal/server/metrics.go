@@ -1,0 +1,184 @@
+package server
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/streambed/streambed/internal/hub"
+)
+
+// viewerWindow is how recently a client must have asked for a stream to count as a viewer.
+const viewerWindow = 30 * time.Second
+
+// metrics is the origin's Prometheus registry (its own, not the global one).
+type metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	bytesOut *prometheus.CounterVec
+	conns    prometheus.Gauge
+
+	mu      sync.Mutex
+	viewers map[string]map[string]time.Time // "live/demo" → client address → last request
+}
+
+func newMetrics(h *hub.Hub) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "streambed_http_requests_total", Help: "HTTP requests by kind of resource and status code.",
+		}, []string{"kind", "status"}),
+		bytesOut: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "streambed_http_response_bytes_total", Help: "Response body bytes sent, by kind of resource.",
+		}, []string{"kind"}),
+		conns: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "streambed_http_open_connections", Help: "Client connections currently open.",
+		}),
+		viewers: map[string]map[string]time.Time{},
+	}
+	m.reg.MustRegister(m.requests, m.bytesOut, m.conns, m,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	_ = h
+	return m
+}
+
+var viewersDesc = prometheus.NewDesc("streambed_stream_viewers",
+	"Clients that requested the stream in the last 30 s.", []string{"stream"}, nil)
+
+// Describe and Collect make metrics a collector of per-stream viewers.
+func (m *metrics) Describe(ch chan<- *prometheus.Desc) { ch <- viewersDesc }
+
+func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for stream, clients := range m.viewers {
+		for c, seen := range clients {
+			if now.Sub(seen) > viewerWindow {
+				delete(clients, c)
+			}
+		}
+		if len(clients) == 0 {
+			delete(m.viewers, stream)
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(viewersDesc, prometheus.GaugeValue, float64(len(clients)), stream)
+	}
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+func (m *metrics) connState(_ net.Conn, state http.ConnState) {
+	switch state {
+	case http.StateNew:
+		m.conns.Inc()
+	case http.StateClosed, http.StateHijacked:
+		m.conns.Dec()
+	}
+}
+
+// kindOf classifies a request path for the metrics' kind label.
+func kindOf(path string) string {
+	switch {
+	case strings.HasSuffix(path, ".mpd"), strings.HasSuffix(path, ".m3u8"):
+		return "manifest"
+	case strings.HasSuffix(path, "/init.mp4"):
+		return "init"
+	case strings.HasSuffix(path, ".m4s"):
+		return "segment"
+	case strings.HasPrefix(path, "/api/"):
+		return "api"
+	case path == "/time":
+		return "time"
+	case path == "/metrics":
+		return "metrics"
+	}
+	return "page"
+}
+
+// streamOf returns "live/NAME" or "vod/NAME" for media paths.
+func streamOf(path string) string {
+	for _, p := range []string{"/live/", "/vod/"} {
+		if rest, ok := strings.CutPrefix(path, p); ok {
+			if name, _, ok := strings.Cut(rest, "/"); ok {
+				return p[1:] + name
+			}
+		}
+	}
+	return ""
+}
+
+func (m *metrics) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		kind := kindOf(r.URL.Path)
+		m.requests.WithLabelValues(kind, strconv.Itoa(rec.status)).Inc()
+		m.bytesOut.WithLabelValues(kind).Add(float64(rec.bytes))
+		if st := streamOf(r.URL.Path); st != "" && rec.status < 400 {
+			host, _, _ := net.SplitHostPort(r.RemoteAddr)
+			m.mu.Lock()
+			if m.viewers[st] == nil {
+				m.viewers[st] = map[string]time.Time{}
+			}
+			m.viewers[st][host+"|"+r.UserAgent()] = time.Now()
+			m.mu.Unlock()
+		}
+	})
+}
+
+// recorder notes the status and body bytes of a response. It keeps the fast paths of
+// the writer it wraps: ReadFrom (sendfile), Flush and Push, and Unwrap for
+// http.ResponseController.
+type recorder struct {
+	http.ResponseWriter
+	status      int
+	bytes       int64
+	wroteHeader bool
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.wroteHeader {
+		r.status, r.wroteHeader = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.wroteHeader = true
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	return n, err
+}
+
+func (r *recorder) ReadFrom(src io.Reader) (int64, error) {
+	r.wroteHeader = true
+	n, err := io.Copy(r.ResponseWriter, src) // uses the inner ReadFrom: sendfile
+	r.bytes += n
+	return n, err
+}
+
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *recorder) Push(target string, opts *http.PushOptions) error {
+	if p, ok := r.ResponseWriter.(http.Pusher); ok {
+		return p.Push(target, opts)
+	}
+	return http.ErrNotSupported
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -1,0 +1,183 @@
+// Package server assembles Streambed's HTTP origin: routes for on-demand assets and
+// live channels (DASH and HLS), the player page, the API, /time and /metrics, served
+// over HTTP/1.1, h2c (prior knowledge) and TLS h2.
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/streambed/streambed/internal/hub"
+	"github.com/streambed/streambed/web"
+)
+
+// Server is the HTTP origin over one hub.
+type Server struct {
+	cfg     Config
+	hub     *hub.Hub
+	log     *slog.Logger
+	metrics *metrics
+	mux     *http.ServeMux
+	clock   func() time.Time
+
+	manifests sync.Map // cache key → []byte of rendered manifests (see manifestCache)
+}
+
+// New returns a server for h. clock may be nil (time.Now).
+func New(cfg Config, h *hub.Hub, log *slog.Logger, clock func() time.Time) *Server {
+	if clock == nil {
+		clock = time.Now
+	}
+	s := &Server{cfg: cfg, hub: h, log: log, metrics: newMetrics(h), mux: http.NewServeMux(), clock: clock}
+	s.routes()
+	return s
+}
+
+func (s *Server) routes() {
+	m := s.mux
+	m.HandleFunc("GET /api/streams", s.handleStreams)
+	m.HandleFunc("GET /time", s.handleTime)
+	m.Handle("GET /metrics", s.metrics.handler())
+	m.HandleFunc("GET /vod/{stream}/{file}", s.handleVOD)
+	m.HandleFunc("GET /vod/{stream}/{track}/{file}", s.handleVODTrack)
+	m.HandleFunc("GET /live/{stream}/{file}", s.handleLive)
+	m.HandleFunc("GET /live/{stream}/{track}/{file}", s.handleLiveTrack)
+	m.Handle("GET /", s.pageHandler())
+}
+
+// Handler is the whole origin as an http.Handler, with CORS, metrics and logging.
+func (s *Server) Handler() http.Handler {
+	return s.metrics.wrap(cors(s.mux))
+}
+
+// cors lets players on other origins read manifests and segments, ranges included.
+func cors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", "*")
+		h.Set("Access-Control-Expose-Headers", "Content-Length, Content-Range, Date, ETag, Last-Modified")
+		if r.Method == http.MethodOptions {
+			h.Set("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
+			h.Set("Access-Control-Allow-Headers", "Range, If-None-Match, If-Modified-Since")
+			h.Set("Access-Control-Max-Age", "86400")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// pageHandler serves the embedded browser app.
+func (s *Server) pageHandler() http.Handler {
+	dist, err := fs.Sub(web.Dist, "dist")
+	if err != nil {
+		panic(err) // the embed pattern guarantees dist exists
+	}
+	if _, err := fs.Stat(dist, "index.html"); err != nil {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, "The player page is not built into this binary. Run `make web` (or `make build`), then rebuild streambed.")
+		})
+	}
+	files := http.FileServerFS(dist)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-cache")
+		files.ServeHTTP(w, r)
+	})
+}
+
+// Listen binds the configured listeners; Serve runs them. Split so callers (and tests)
+// learn the bound addresses before serving.
+type Listeners struct {
+	HTTP, HTTPS net.Listener
+}
+
+// Listen opens the HTTP and HTTPS listeners that the configuration enables.
+func (s *Server) Listen() (*Listeners, error) {
+	var ls Listeners
+	var err error
+	if s.cfg.HTTP != "" {
+		if ls.HTTP, err = net.Listen("tcp", s.cfg.HTTP); err != nil {
+			return nil, fmt.Errorf("listen %s: %w (is another server running? choose another port with --http)", s.cfg.HTTP, err)
+		}
+	}
+	if s.cfg.HTTPS != "" {
+		if ls.HTTPS, err = net.Listen("tcp", s.cfg.HTTPS); err != nil {
+			if ls.HTTP != nil {
+				ls.HTTP.Close()
+			}
+			return nil, fmt.Errorf("listen %s: %w (choose another port with --https, or --https \"\" to disable TLS)", s.cfg.HTTPS, err)
+		}
+	}
+	return &ls, nil
+}
+
+// Serve serves on ls until ctx ends, then shuts down gracefully: listeners close at
+// once, requests in flight get up to 5 s to finish.
+func (s *Server) Serve(ctx context.Context, ls *Listeners) error {
+	var servers []*http.Server
+	errc := make(chan error, 2)
+	start := func(srv *http.Server, l net.Listener, useTLS bool) {
+		servers = append(servers, srv)
+		go func() {
+			var err error
+			if useTLS {
+				err = srv.ServeTLS(l, "", "")
+			} else {
+				err = srv.Serve(l)
+			}
+			if !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		}()
+	}
+	base := func() *http.Server {
+		return &http.Server{
+			Handler:           s.Handler(),
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       120 * time.Second,
+			ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+			ConnState:         s.metrics.connState,
+			BaseContext:       func(net.Listener) context.Context { return ctx },
+		}
+	}
+	if ls.HTTP != nil {
+		srv := base()
+		srv.Protocols = new(http.Protocols)
+		srv.Protocols.SetHTTP1(true)
+		srv.Protocols.SetUnencryptedHTTP2(true) // h2c with prior knowledge
+		start(srv, ls.HTTP, false)
+	}
+	if ls.HTTPS != nil {
+		cert, err := loadOrCreateCert(s.cfg, s.log)
+		if err != nil {
+			return err
+		}
+		srv := base()
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		srv.Protocols = new(http.Protocols)
+		srv.Protocols.SetHTTP1(true)
+		srv.Protocols.SetHTTP2(true)
+		start(srv, ls.HTTPS, true)
+	}
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, srv := range servers {
+		_ = srv.Shutdown(shutdownCtx)
+	}
+	return err
+}
