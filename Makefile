@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 BIN := bin/streambed
 ASSETS ?= $(HOME)/.cache/streambed/assets
-STATICCHECK_VERSION := 2025.1.1
+STATICCHECK_VERSION := v0.6.1
 GOBIN := $(shell $(GO) env GOPATH)/bin
 export PATH := $(GOBIN):$(PATH)
 

@@ -3,10 +3,148 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/streambed/streambed/internal/lab/experiment"
+	"github.com/streambed/streambed/internal/lab/netem"
 )
 
-// Lab is not built yet.
+// Lab runs experiment scenarios.
 func Lab(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("streambed lab: not implemented yet")
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, labUsage)
+		if len(args) == 0 {
+			return errors.New("missing subcommand (run)")
+		}
+		return flag.ErrHelp
+	}
+	switch args[0] {
+	case "run":
+		return labRun(ctx, args[1:], stdout, stderr)
+	case "report":
+		return labReport(args[1:], stdout, stderr)
+	}
+	return fmt.Errorf("unknown lab subcommand %q (run, report)", args[0])
+}
+
+const labUsage = `Usage: streambed lab run SCENARIO.yaml [flags]
+       streambed lab report RESULTS.json [--out DIR]
+
+run: packages the scenario's content (cached), builds an emulated network (hosts
+"client" and "server"), starts the origin in the server host, and for every cell of
+the scenario's parameter matrix runs ` + "`streambed play --json`" + ` in the client host,
+the scenario's number of times. Writes results.json, results.csv and report.html
+(tables with spread, plots, published figures beside ours). Needs root (namespaces).
+
+report: re-renders report.html from a results.json.
+
+Scenarios live in experiments/. Examples:
+  sudo streambed lab run experiments/h2-pull.yaml --out docs/results/h2-pull
+  streambed lab run experiments/smoke.yaml --limit 2
+`
+
+func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("lab run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "", "output `folder` (default lab-results/NAME)")
+	cache := fs.String("cache", filepath.Join(".cache", "lab-content"), "`folder` for packaged content, reused across runs")
+	backend := fs.String("backend", "auto", "netem backend: auto, userspace or kernel")
+	limit := fs.Int("limit", 0, "run only the first `N` runs (a quick check)")
+	verbose := fs.Bool("v", false, "log network and origin details")
+	fs.Usage = func() { fmt.Fprint(stderr, labUsage, "\nFlags:\n"); fs.PrintDefaults() }
+	// Accept the scenario before or after the flags.
+	var file string
+	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
+		file, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if file == "" && fs.NArg() > 0 {
+		file = fs.Arg(0)
+	}
+	if file == "" {
+		fs.Usage()
+		return errors.New("which scenario? e.g. streambed lab run experiments/smoke.yaml")
+	}
+	s, err := experiment.LoadScenario(file)
+	if err != nil {
+		return err
+	}
+	b, err := netem.ParseBackend(*backend)
+	if err != nil {
+		return err
+	}
+	if *out == "" {
+		*out = filepath.Join("lab-results", s.Name)
+	}
+	outDir, err := filepath.Abs(*out)
+	if err != nil {
+		return err
+	}
+	cacheDir, err := filepath.Abs(*cache)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return err
+	}
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	fmt.Fprintf(stderr, "lab: %s — %d cells × %d repetitions\n", s.Title, len(s.Cells()), s.Repetitions)
+	res, err := experiment.Execute(ctx, s, experiment.Options{
+		OutDir: outDir, CacheDir: cacheDir, Backend: b, Progress: stderr, Log: log, Limit: *limit,
+	})
+	if res != nil {
+		if werr := res.Write(outDir); werr != nil && err == nil {
+			err = werr
+		}
+		failed := 0
+		for _, r := range res.Runs {
+			if r.Error != "" {
+				failed++
+			}
+		}
+		fmt.Fprintf(stdout, "%d runs (%d failed). Report: %s\n", len(res.Runs), failed, filepath.Join(outDir, "report.html"))
+		if failed > 0 && err == nil {
+			err = fmt.Errorf("%d of %d runs failed; see the report's \"Failed runs\"", failed, len(res.Runs))
+		}
+	}
+	return err
+}
+
+func labReport(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("lab report", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "", "output `folder` (default: beside the results)")
+	var file string
+	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
+		file, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if file == "" {
+		return errors.New("which results.json?")
+	}
+	res, err := experiment.LoadResults(file)
+	if err != nil {
+		return err
+	}
+	if *out == "" {
+		*out = filepath.Dir(file)
+	}
+	if err := res.Write(*out); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Report: %s\n", filepath.Join(*out, "report.html"))
+	return nil
 }

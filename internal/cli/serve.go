@@ -3,10 +3,306 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/streambed/streambed/internal/hub"
+	"github.com/streambed/streambed/internal/media"
+	"github.com/streambed/streambed/internal/server"
+	"github.com/streambed/streambed/internal/source/looplive"
 )
 
-// Serve is not built yet.
+// demoDuration is the synthetic demo clip: a multiple of 8 s, so 25 fps video and
+// 48 kHz AAC loop seamlessly with 2 s segments.
+const demoDuration = "40s"
+
+// Serve runs the origin.
 func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("streambed serve: not implemented yet")
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	def := server.DefaultConfig()
+	var (
+		configPath = fs.String("config", "", "YAML configuration `file` (flags given here override it)")
+		httpAddr   = fs.String("http", def.HTTP, "HTTP/1.1 + h2c listener `address`; \"\" disables")
+		httpsAddr  = fs.String("https", def.HTTPS, "TLS (h2, HTTP/1.1) listener `address`; \"\" disables")
+		assets     = fs.String("assets", def.Assets, "`folder` of packaged assets, one subfolder each")
+		dataDir    = fs.String("data-dir", def.DataDir, "`folder` for the generated certificate")
+		tlsCert    = fs.String("tls-cert", "", "TLS certificate PEM `file` (default: self-signed, generated)")
+		tlsKey     = fs.String("tls-key", "", "TLS key PEM `file`")
+		noDemo     = fs.Bool("no-demo", false, "do not package the demo asset when it is missing")
+		logFormat  = fs.String("log-format", def.Log.Format, "log format: text or json")
+		logLevel   = fs.String("log-level", def.Log.Level, "log level: debug, info, warn, error")
+		channels   channelFlags
+	)
+	fs.Var(&channels, "channel", "live channel `NAME=ASSET[,dvr=60s][,chunk=40ms][,delay=4s]` looping a packaged asset (repeatable; replaces the demo channel)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: streambed serve [flags]
+
+Serves packaged assets on demand and live channels that loop them, as DASH and HLS
+over HTTP/1.1, h2c (prior knowledge) and TLS h2, with the player page at /.
+
+With no flags it is the demo: the asset "demo" (packaged on first start, about a
+minute) served on demand and as the live channel "demo", on :8080 and :8443.
+
+URLs: /  /api/streams  /vod/{asset}/manifest.mpd  /vod/{asset}/master.m3u8
+      /live/{channel}/manifest.mpd  /live/{channel}/manifest-timeline.mpd
+      /live/{channel}/master.m3u8  /time  /metrics
+Live routes take ?nowMS=<ms since epoch> to pin the clock (for tests).
+
+Examples:
+  streambed serve
+  streambed serve --assets ./assets --channel news=clip,dvr=120s --https ""
+  streambed serve --config streambed.yaml
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
+	}
+	cfg := def
+	if *configPath != "" {
+		var err error
+		if cfg, err = server.LoadConfig(*configPath); err != nil {
+			return err
+		}
+	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "http":
+			cfg.HTTP = *httpAddr
+		case "https":
+			cfg.HTTPS = *httpsAddr
+		case "assets":
+			cfg.Assets = *assets
+		case "data-dir":
+			cfg.DataDir = *dataDir
+		case "tls-cert":
+			cfg.TLSCert = *tlsCert
+		case "tls-key":
+			cfg.TLSKey = *tlsKey
+		case "no-demo":
+			cfg.Demo = !*noDemo
+		case "log-format":
+			cfg.Log.Format = *logFormat
+		case "log-level":
+			cfg.Log.Level = *logLevel
+		case "channel":
+			cfg.Channels = channels
+		}
+	})
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	log, err := newLogger(cfg.Log, stderr)
+	if err != nil {
+		return err
+	}
+	if cfg.Demo && usesDemo(cfg) {
+		if err := prepareDemo(ctx, cfg.Assets, stderr); err != nil {
+			return err
+		}
+	}
+	h, err := buildHub(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	srv := server.New(cfg, h, log, nil)
+	ls, err := srv.Listen()
+	if err != nil {
+		return err
+	}
+	printURLs(stdout, ls, h)
+	log.Info("serving", "http", addrOf(ls.HTTP), "https", addrOf(ls.HTTPS), "assets", len(h.Assets()), "channels", len(h.Channels()))
+	err = srv.Serve(ctx, ls)
+	log.Info("stopped")
+	return err
+}
+
+func addrOf(l net.Listener) string {
+	if l == nil {
+		return ""
+	}
+	return l.Addr().String()
+}
+
+// usesDemo reports whether the configuration expects the demo asset.
+func usesDemo(cfg server.Config) bool {
+	for _, c := range cfg.Channels {
+		if c.Loop == "demo" {
+			return true
+		}
+	}
+	return false
+}
+
+// prepareDemo packages the demo asset once, by running this binary's package command
+// (so serve has no build-time dependency on the packager).
+func prepareDemo(ctx context.Context, assets string, stderr io.Writer) error {
+	dir := filepath.Join(assets, "demo")
+	if _, err := os.Stat(filepath.Join(dir, media.AssetFile)); err == nil {
+		return nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "Preparing the demo asset in %s (once)...\n", dir)
+	cmd := exec.CommandContext(ctx, self, "package", "--synthetic", demoDuration, "--name", "demo", "-o", dir)
+	cmd.Stdout, cmd.Stderr = stderr, stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("preparing the demo asset failed (%w); run `streambed package --synthetic %s -o %s` to see why, or serve with --no-demo", err, demoDuration, dir)
+	}
+	return nil
+}
+
+// buildHub opens the assets and starts the looped live channels.
+func buildHub(ctx context.Context, cfg server.Config, log *slog.Logger) (*hub.Hub, error) {
+	h := hub.New()
+	if err := os.MkdirAll(cfg.Assets, 0o755); err != nil {
+		return nil, fmt.Errorf("assets folder: %w", err)
+	}
+	assets, errs := hub.OpenAssets(cfg.Assets)
+	for _, err := range errs {
+		log.Warn("skipping asset", "err", err)
+	}
+	for _, a := range assets {
+		h.AddAsset(a)
+	}
+	for _, cc := range cfg.Channels {
+		a, err := h.Asset(cc.Loop)
+		if err != nil {
+			return nil, fmt.Errorf("channel %q loops asset %q, which is not in %s: package it with `streambed package IN -o %s`",
+				cc.Name, cc.Loop, cfg.Assets, filepath.Join(cfg.Assets, cc.Loop))
+		}
+		c, err := newLoopChannel(cc, a)
+		if err != nil {
+			return nil, err
+		}
+		h.AddChannel(c)
+		go func() {
+			if err := c.Run(ctx); err != nil {
+				log.Error("channel stopped", "channel", cc.Name, "err", err)
+			}
+		}()
+	}
+	return h, nil
+}
+
+// newLoopChannel makes a live channel that loops asset a.
+func newLoopChannel(cc server.ChannelConfig, a *hub.Asset) (*hub.Channel, error) {
+	loop, err := looplive.New(a, looplive.Options{ChunkDuration: cc.ChunkDuration})
+	if err != nil {
+		return nil, fmt.Errorf("channel %q: %w", cc.Name, err)
+	}
+	info := *a.Info()
+	info.Name = cc.Name
+	inits := map[string][]byte{}
+	for _, t := range info.Tracks {
+		inits[t.ID], _ = a.Init(t.ID)
+	}
+	ast := cc.AvailabilityStart.UTC()
+	if cc.AvailabilityStart.IsZero() {
+		ast = time.Unix(0, 0).UTC()
+	}
+	dvr := cc.DVRWindow
+	if dvr == 0 {
+		dvr = 60 * time.Second
+	}
+	return hub.NewChannel(hub.ChannelConfig{
+		Info: &info, Inits: inits, Generator: loop,
+		Timeline: media.Timeline{AvailabilityStart: ast, SegmentDuration: info.SegmentDuration, TimeShiftBufferDepth: dvr},
+	})
+}
+
+func newLogger(c server.LogConfig, w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.Level)); err != nil {
+		return nil, fmt.Errorf("log level %q: use debug, info, warn or error", c.Level)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch c.Format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "text", "":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("log format %q: use text or json", c.Format)
+}
+
+func printURLs(w io.Writer, ls *server.Listeners, h *hub.Hub) {
+	base := ""
+	if ls.HTTP != nil {
+		base = "http://" + displayAddr(ls.HTTP.Addr())
+		fmt.Fprintf(w, "Streambed is serving. Player: %s/\n", base)
+	}
+	if ls.HTTPS != nil {
+		fmt.Fprintf(w, "TLS (h2, self-signed unless configured): https://%s/\n", displayAddr(ls.HTTPS.Addr()))
+		if base == "" {
+			base = "https://" + displayAddr(ls.HTTPS.Addr())
+		}
+	}
+	for _, c := range h.Channels() {
+		fmt.Fprintf(w, "  live %-10s %s/live/%s/manifest.mpd  %s/live/%s/master.m3u8\n", c.Info().Name, base, c.Info().Name, base, c.Info().Name)
+	}
+	for _, a := range h.Assets() {
+		fmt.Fprintf(w, "  vod  %-10s %s/vod/%s/manifest.mpd  %s/vod/%s/master.m3u8\n", a.Info().Name, base, a.Info().Name, base, a.Info().Name)
+	}
+}
+
+// displayAddr shows a wildcard listener as localhost, which a person can open.
+func displayAddr(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// channelFlags parses repeated --channel NAME=ASSET[,dvr=D][,chunk=D][,delay=D].
+type channelFlags []server.ChannelConfig
+
+func (c *channelFlags) String() string { return "" }
+
+func (c *channelFlags) Set(v string) error {
+	parts := strings.Split(v, ",")
+	name, asset, ok := strings.Cut(parts[0], "=")
+	if !ok || name == "" || asset == "" {
+		return errors.New("want NAME=ASSET, e.g. demo=demo")
+	}
+	cc := server.ChannelConfig{Name: name, Loop: asset}
+	for _, p := range parts[1:] {
+		k, val, _ := strings.Cut(p, "=")
+		d, err := time.ParseDuration(val)
+		if err != nil {
+			return fmt.Errorf("%s=%q: %w", k, val, err)
+		}
+		switch k {
+		case "dvr":
+			cc.DVRWindow = d
+		case "chunk":
+			cc.ChunkDuration = d
+		case "delay":
+			cc.PresentationDelay = d
+		default:
+			return fmt.Errorf("unknown channel option %q (dvr, chunk, delay)", k)
+		}
+	}
+	*c = append(*c, cc)
+	return nil
 }

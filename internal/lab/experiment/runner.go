@@ -1,0 +1,364 @@
+package experiment
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/streambed/streambed/internal/lab/netem"
+)
+
+// Options tune a run of a scenario.
+type Options struct {
+	Bin      string        // the streambed binary (default: this executable)
+	OutDir   string        // where results and the report go
+	CacheDir string        // packaged content, reused across runs
+	Backend  netem.Backend // netem backend (default auto)
+	Progress io.Writer     // progress bar (stderr); nil: none
+	Log      *slog.Logger
+	// Limit runs only the first Limit runs (a smoke test); 0: all.
+	Limit int
+}
+
+// Run is one player run in one cell.
+type Run struct {
+	Key     string         `json:"key"`
+	Cell    Cell           `json:"cell"`
+	Rep     int            `json:"rep"`
+	Metrics map[string]any `json:"metrics,omitempty"` // the player's --json output
+	Error   string         `json:"error,omitempty"`
+	Seconds float64        `json:"seconds"` // wall time of the run
+}
+
+// Results are everything a scenario produced.
+type Results struct {
+	Scenario *Scenario `json:"scenario"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	Backend  string    `json:"netem_backend"`
+	Host     string    `json:"host"`
+	Commit   string    `json:"commit,omitempty"`
+	Command  string    `json:"command"`
+	Runs     []Run     `json:"runs"`
+}
+
+const (
+	httpPort  = 8080
+	httpsPort = 8443
+)
+
+// Execute runs every cell of s the scenario's number of times.
+func Execute(ctx context.Context, s *Scenario, opts Options) (*Results, error) {
+	if opts.Bin == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		opts.Bin = self
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	res := &Results{Scenario: s, Started: time.Now().UTC(), Command: strings.Join(os.Args, " ")}
+	res.Host, _ = os.Hostname()
+
+	// 1. Content: one packaged asset per segment duration, cached across runs.
+	assets := filepath.Join(opts.OutDir, ".assets")
+	if err := os.MkdirAll(assets, 0o755); err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(assets)
+	durs, err := s.SegmentDurations()
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range durs {
+		dir, err := prepareContent(ctx, s, d, opts)
+		if err != nil {
+			return nil, err
+		}
+		link := filepath.Join(assets, assetName(d))
+		_ = os.Remove(link)
+		if err := os.Symlink(dir, link); err != nil {
+			return nil, err
+		}
+	}
+
+	// 2. Network and origin.
+	base, err := s.baseProfile()
+	if err != nil {
+		return nil, err
+	}
+	nw, err := netem.Up(ctx, netem.TwoHosts(base), netem.Options{Backend: opts.Backend, Name: "lab-" + s.Name, Logger: opts.Log})
+	if err != nil {
+		return nil, fmt.Errorf("network: %w", err)
+	}
+	defer nw.Close()
+	res.Backend = string(nw.Backend())
+	opts.Log.Info("network up", "backend", nw.Backend(), "why", nw.Why(), "server", nw.Server())
+
+	origin, err := startOrigin(ctx, nw, s, durs, assets, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = origin.Process.Signal(os.Interrupt); _ = origin.Wait() }()
+
+	// 3. Every cell, every repetition. Repetitions are the outer loop so a drift in the
+	// machine's load spreads over all cells instead of biasing the last ones.
+	cells := s.Cells()
+	total := len(cells) * s.Repetitions
+	if opts.Limit > 0 && opts.Limit < total {
+		total = opts.Limit
+	}
+	bar := newProgress(opts.Progress, total)
+	done := 0
+	for rep := 1; rep <= s.Repetitions && done < total; rep++ {
+		for _, cell := range cells {
+			if done >= total {
+				break
+			}
+			if err := ctx.Err(); err != nil {
+				return res, err
+			}
+			key := s.Key(cell)
+			bar.update(done, key)
+			prof, err := s.cellProfile(cell)
+			if err != nil {
+				return nil, err
+			}
+			if err := nw.SetLink("client", "server", prof); err != nil {
+				return nil, fmt.Errorf("%s: set link: %w", key, err)
+			}
+			r := runPlayer(ctx, nw, s, cell, opts)
+			r.Key, r.Cell, r.Rep = key, cell, rep
+			if r.Error != "" {
+				opts.Log.Warn("run failed", "cell", key, "rep", rep, "err", r.Error)
+			}
+			res.Runs = append(res.Runs, r)
+			done++
+		}
+	}
+	bar.finish(done)
+	res.Finished = time.Now().UTC()
+	return res, nil
+}
+
+// assetName names the packaged content of one segment duration: "seg-2s".
+func assetName(d time.Duration) string { return "seg-" + d.String() }
+
+// prepareContent packages the scenario's content for segment duration d, once.
+func prepareContent(ctx context.Context, s *Scenario, d time.Duration, opts Options) (string, error) {
+	src := s.Content.Input
+	if src == "" {
+		src = "synthetic-" + s.Content.Synthetic
+	}
+	tag := strings.NewReplacer("/", "_", " ", "_", ":", "_", ",", "_").Replace(fmt.Sprintf("%s-%s-%s-%s", filepath.Base(src), d, s.Content.Ladder, s.Content.AudioBitrate))
+	dir := filepath.Join(opts.CacheDir, tag)
+	args := []string{"package", "-o", dir, "--segment-duration", d.String(), "--name", assetName(d)}
+	if s.Content.Synthetic != "" {
+		args = append(args, "--synthetic", s.Content.Synthetic)
+	} else {
+		args = append(args, s.Content.Input)
+	}
+	if s.Content.Ladder != "" {
+		args = append(args, "--ladder", s.Content.Ladder)
+	}
+	if s.Content.AudioBitrate != "" {
+		args = append(args, "--audio-bitrate", s.Content.AudioBitrate)
+	}
+	if s.Content.Preset != "" {
+		args = append(args, "--preset", s.Content.Preset)
+	}
+	cmd := exec.CommandContext(ctx, opts.Bin, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if opts.Progress != nil {
+		fmt.Fprintf(opts.Progress, "content: packaging %s segments (cached after the first run)\n", d)
+		cmd.Stderr = io.MultiWriter(&out, opts.Progress)
+	}
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("packaging content (%s): %w\n%s", strings.Join(args, " "), err, tail(out.String(), 20))
+	}
+	return dir, nil
+}
+
+// startOrigin runs `streambed serve` in the server host and waits until the client
+// host can reach it.
+func startOrigin(ctx context.Context, nw *netem.Network, s *Scenario, durs []time.Duration, assets string, opts Options) (*exec.Cmd, error) {
+	args := []string{"serve", "--assets", assets, "--no-demo", "--log-level", "warn",
+		"--http", fmt.Sprintf("0.0.0.0:%d", httpPort), "--https", fmt.Sprintf("0.0.0.0:%d", httpsPort),
+		"--data-dir", filepath.Join(opts.OutDir, ".origin")}
+	for _, d := range durs {
+		args = append(args, "--channel", fmt.Sprintf("live-%s=%s", assetName(d), assetName(d)))
+	}
+	defer os.RemoveAll(filepath.Join(opts.OutDir, ".origin"))
+	cmd := nw.CommandContext(ctx, "server", append([]string{opts.Bin}, args...)...)
+	logf, err := os.Create(filepath.Join(opts.OutDir, "origin.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("origin: %w", err)
+	}
+	addr := net.JoinHostPort(nw.Server().String(), fmt.Sprint(httpPort))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := nw.Do("client", func() error {
+			c, err := net.DialTimeout("tcp", addr, time.Second)
+			if err == nil {
+				c.Close()
+			}
+			return err
+		})
+		if err == nil {
+			return cmd, nil
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			b, _ := os.ReadFile(logf.Name())
+			return nil, fmt.Errorf("origin not reachable at %s after 30 s: %v\n%s", addr, err, tail(string(b), 20))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// playURL is the manifest URL for a cell, by transport.
+func (s *Scenario) playURL(server string, cell Cell) string {
+	name := assetName(s.Content.SegmentDuration.D())
+	if v, ok := cell["segment_duration"]; ok {
+		d, _ := time.ParseDuration(v)
+		name = assetName(d)
+	}
+	path := "/vod/" + name + "/manifest.mpd"
+	if s.Play.Live {
+		path = "/live/live-" + name + "/manifest.mpd"
+	}
+	switch cell["transport"] {
+	case "h2", "https":
+		return fmt.Sprintf("https://%s:%d%s", server, httpsPort, path)
+	default:
+		return fmt.Sprintf("http://%s:%d%s", server, httpPort, path)
+	}
+}
+
+// runPlayer runs `streambed play --json` in the client host for one cell.
+func runPlayer(ctx context.Context, nw *netem.Network, s *Scenario, cell Cell, opts Options) Run {
+	start := time.Now()
+	args := []string{opts.Bin, "play", s.playURL(nw.Server().String(), cell), "--json"}
+	if t := cell["transport"]; t != "" {
+		args = append(args, "--transport", t)
+		if t == "h2" {
+			args = append(args, "--insecure")
+		}
+	}
+	if s.Play.Duration > 0 {
+		args = append(args, "--duration", s.Play.Duration.D().String())
+	}
+	abr := s.Play.ABR
+	if v, ok := cell["abr"]; ok {
+		abr = v
+	}
+	if abr != "" {
+		args = append(args, "--abr", abr)
+	}
+	if rate := s.cellRate(cell); rate != "" {
+		args = append(args, "--link-rate", rate)
+	}
+	args = append(args, s.Play.Args...)
+	timeout := s.Play.Timeout.D()
+	if timeout == 0 {
+		timeout = s.Play.Duration.D() + 2*time.Minute
+		if s.Play.Duration == 0 {
+			timeout = 10 * time.Minute
+		}
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := nw.CommandContext(rctx, "client", args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := Run{Seconds: time.Since(start).Seconds()}
+	if err != nil {
+		if errors.Is(rctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("timed out after %s", timeout)
+		}
+		r.Error = fmt.Sprintf("%v: %s", err, tail(stderr.String(), 5))
+		return r
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &r.Metrics); err != nil {
+		r.Error = fmt.Sprintf("player output is not JSON: %v: %s", err, tail(stdout.String(), 5))
+	}
+	return r
+}
+
+// baseProfile is the scenario's network section as a netem profile.
+func (s *Scenario) baseProfile() (netem.Profile, error) {
+	return s.cellProfile(Cell{})
+}
+
+// cellProfile applies a cell's network parameters over the base profile.
+func (s *Scenario) cellProfile(cell Cell) (netem.Profile, error) {
+	base := map[string]any{}
+	if s.Network.Kind != 0 {
+		if err := s.Network.Decode(&base); err != nil {
+			return netem.Profile{}, fmt.Errorf("network: %w", err)
+		}
+	}
+	for k, v := range cell {
+		switch k {
+		case "rtt":
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return netem.Profile{}, fmt.Errorf("rtt %q: %w", v, err)
+			}
+			base["delay"] = (d / 2).String()
+		case "delay", "jitter", "loss", "rate":
+			base[k] = v
+		}
+	}
+	b, err := yaml.Marshal(base)
+	if err != nil {
+		return netem.Profile{}, err
+	}
+	p, err := netem.ParseProfile(b, ".")
+	if err != nil {
+		return netem.Profile{}, fmt.Errorf("network profile for %s: %w", s.Key(cell), err)
+	}
+	return p, nil
+}
+
+// cellRate is the link rate the player should divide by for utilisation, if constant.
+func (s *Scenario) cellRate(cell Cell) string {
+	if v, ok := cell["rate"]; ok {
+		return v
+	}
+	var base map[string]any
+	if s.Network.Kind != 0 && s.Network.Decode(&base) == nil {
+		if r, ok := base["rate"].(string); ok {
+			return r
+		}
+	}
+	return ""
+}
+
+func tail(s string, lines int) string {
+	ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(ls) > lines {
+		ls = ls[len(ls)-lines:]
+	}
+	return strings.Join(ls, "\n")
+}
