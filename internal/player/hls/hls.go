@@ -1,0 +1,478 @@
+// Package hls parses HLS playlists (RFC 8216) into the player's Manifest: a
+// multivariant playlist with EXT-X-STREAM-INF variants and EXT-X-MEDIA audio
+// renditions, or a single media playlist; fMP4 media playlists with EXT-X-MAP,
+// on demand (EXT-X-ENDLIST) or live (a sliding window, reloaded every target
+// duration).
+//
+// Positions: with EXT-X-PROGRAM-DATE-TIME a segment's position is its date minus the
+// Unix epoch, so positions agree across reloads and variants, and live latency is
+// exact. Without it, on-demand positions are the sum of EXTINF durations; live ones
+// are media sequence × target duration (and each segment lasts a target duration),
+// the only numbering that stays put as the window slides — with live latency then
+// measured against the time the first playlist was loaded.
+//
+// Not supported: EXT-X-BYTERANGE, encryption (EXT-X-KEY), MPEG-TS segments (the
+// player never decodes, so they download, but EXT-X-MAP is expected for fMP4), LL-HLS
+// parts, I-frame playlists. A reload fetches every media playlist, where players
+// reload only those they play: request counts of live HLS sessions are higher.
+package hls
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/streambed/streambed/internal/media"
+	"github.com/streambed/streambed/internal/player"
+)
+
+// NewLoader returns a player.ManifestLoader for HLS. It keeps one piece of state
+// between loads: the wall-clock anchor of live playlists without program dates.
+func NewLoader() player.ManifestLoader {
+	l := &loader{}
+	return l.load
+}
+
+type loader struct {
+	mu     sync.Mutex
+	anchor time.Time // live without PDT: wall time of position 0, fixed at the first load
+}
+
+func (l *loader) load(ctx context.Context, fetch player.FetcherFunc, u string, now time.Time) (*player.Manifest, error) {
+	body, err := get(ctx, fetch, u)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.HasPrefix(bytes.TrimSpace(body), []byte("#EXTM3U")) {
+		return nil, fmt.Errorf("%s: not an M3U8 playlist: %w", u, media.ErrInvalidMedia)
+	}
+	mv, err := ParseMultivariant(body, u)
+	if err != nil {
+		return nil, err
+	}
+	var variants []Variant
+	var audio *Rendition
+	if mv == nil {
+		// A media playlist on its own.
+		variants = []Variant{{URI: u, ID: idFromURI(u, 0)}}
+	} else {
+		variants = mv.Variants
+		audio = mv.DefaultAudio(variants[0].Audio)
+	}
+	m := &player.Manifest{URL: u}
+	// A lone media playlist is taken for video: the player never decodes, so the kind
+	// only decides which set's bitrate is reported.
+	video := &player.AdaptationSet{Kind: media.Video}
+	playlists := map[string]*MediaPlaylist{}
+	source := map[*player.Representation]string{} // representation → its media playlist
+	fetchPlaylist := func(pu string) (*MediaPlaylist, error) {
+		if mp, ok := playlists[pu]; ok {
+			return mp, nil
+		}
+		b := body
+		if pu != u {
+			if b, err = get(ctx, fetch, pu); err != nil {
+				return nil, err
+			}
+		}
+		mp, err := ParseMedia(b, pu)
+		if err != nil {
+			return nil, err
+		}
+		playlists[pu] = mp
+		return mp, nil
+	}
+	for _, v := range variants {
+		mp, err := fetchPlaylist(v.URI)
+		if err != nil {
+			return nil, err
+		}
+		r := &player.Representation{
+			ID: v.ID, Bandwidth: v.Bandwidth, Width: v.Width, Height: v.Height, Codecs: v.Codecs, InitURL: mp.Map,
+			Index: &player.SegmentIndex{Timescale: 1000},
+		}
+		source[r] = v.URI
+		video.Representations = append(video.Representations, r)
+		m.Live = !mp.EndList
+	}
+	m.Sets = append(m.Sets, video)
+	if audio != nil {
+		mp, err := fetchPlaylist(audio.URI)
+		if err != nil {
+			return nil, err
+		}
+		r := &player.Representation{ID: audio.ID, InitURL: mp.Map, Index: &player.SegmentIndex{Timescale: 1000}}
+		source[r] = audio.URI
+		m.Sets = append(m.Sets, &player.AdaptationSet{Kind: media.Audio, Lang: audio.Language, Representations: []*player.Representation{r}})
+	}
+	// Build the segment lists on one timeline.
+	uris := make([]string, 0, len(variants)+1)
+	for _, v := range variants {
+		uris = append(uris, v.URI)
+	}
+	if audio != nil {
+		uris = append(uris, audio.URI)
+	}
+	var target time.Duration
+	hasPDT := true
+	for _, pu := range uris {
+		mp := playlists[pu]
+		target = max(target, mp.TargetDuration)
+		if !mp.hasPDT() {
+			hasPDT = false
+		}
+	}
+	m.MaxSegmentDuration = target
+	if m.Live {
+		m.MinimumUpdatePeriod = target
+		m.SuggestedPresentationDelay = 3 * target
+		for _, pu := range uris {
+			if hb := playlists[pu].HoldBack; hb > 0 {
+				m.SuggestedPresentationDelay = hb
+			}
+		}
+		switch {
+		case hasPDT:
+			m.AvailabilityStart = time.Unix(0, 0).UTC()
+		default:
+			l.mu.Lock()
+			if l.anchor.IsZero() {
+				// The newest segment ends about now.
+				mp := playlists[uris[0]]
+				if n := len(mp.Segments); n > 0 {
+					last := mp.Segments[n-1]
+					end := time.Duration(last.Sequence+1) * target
+					l.anchor = now.Add(-end)
+				} else {
+					l.anchor = now
+				}
+			}
+			m.AvailabilityStart = l.anchor
+			l.mu.Unlock()
+		}
+	}
+	for _, set := range m.Sets {
+		for _, r := range set.Representations {
+			mp := playlists[source[r]]
+			var pos time.Duration
+			for _, s := range mp.Segments {
+				seg := player.Segment{Number: s.Sequence, URL: s.URI, Duration: s.Duration}
+				switch {
+				case m.Live && hasPDT:
+					seg.Start = s.ProgramDate.Sub(m.AvailabilityStart)
+				case m.Live:
+					seg.Start, seg.Duration = time.Duration(s.Sequence)*target, target
+				default:
+					seg.Start = pos
+				}
+				pos += s.Duration
+				seg.Time = uint64(seg.Start / time.Millisecond)
+				r.Index.List = append(r.Index.List, seg)
+			}
+			if !m.Live {
+				m.Duration = max(m.Duration, pos)
+			}
+		}
+	}
+	return m, nil
+}
+
+func get(ctx context.Context, fetch player.FetcherFunc, u string) ([]byte, error) {
+	resp, err := fetch(ctx, player.SegmentRequest{Kind: player.RequestManifest, URL: u, KeepBody: true})
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}
+
+// Variant is one EXT-X-STREAM-INF entry.
+type Variant struct {
+	ID            string // from the URI: "v720" for ".../v720/playlist.m3u8"
+	URI           string // absolute
+	Bandwidth     int
+	Width, Height int
+	Codecs        string
+	Audio         string // GROUP-ID of its audio renditions
+}
+
+// Rendition is one EXT-X-MEDIA entry of TYPE=AUDIO.
+type Rendition struct {
+	ID, URI, Group, Language string
+	Default                  bool
+}
+
+// Multivariant is a parsed multivariant playlist.
+type Multivariant struct {
+	Variants []Variant // ascending bandwidth
+	Audio    []Rendition
+}
+
+// DefaultAudio returns the default (else first) audio rendition of a group with a URI.
+func (mv *Multivariant) DefaultAudio(group string) *Rendition {
+	var first *Rendition
+	for i := range mv.Audio {
+		a := &mv.Audio[i]
+		if a.Group != group || a.URI == "" {
+			continue
+		}
+		if a.Default {
+			return a
+		}
+		if first == nil {
+			first = a
+		}
+	}
+	return first
+}
+
+// ParseMultivariant parses a multivariant playlist; it returns nil, nil for a media playlist.
+func ParseMultivariant(data []byte, u string) (*Multivariant, error) {
+	base, err := url.Parse(u)
+	if err != nil {
+		return nil, err
+	}
+	mv := &Multivariant{}
+	isMedia := false
+	var pending map[string]string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	ids := map[string]bool{}
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case strings.HasPrefix(line, "#EXT-X-STREAM-INF:"):
+			pending = attrs(strings.TrimPrefix(line, "#EXT-X-STREAM-INF:"))
+		case strings.HasPrefix(line, "#EXT-X-MEDIA:"):
+			a := attrs(strings.TrimPrefix(line, "#EXT-X-MEDIA:"))
+			if a["TYPE"] != "AUDIO" {
+				continue
+			}
+			r := Rendition{Group: a["GROUP-ID"], Language: a["LANGUAGE"], Default: a["DEFAULT"] == "YES"}
+			if a["URI"] != "" {
+				ru, err := base.Parse(a["URI"])
+				if err != nil {
+					return nil, fmt.Errorf("%s: EXT-X-MEDIA URI: %w: %w", u, err, media.ErrInvalidMedia)
+				}
+				r.URI = ru.String()
+				r.ID = uniqueID(ids, idFromURI(r.URI, len(mv.Audio)))
+			}
+			mv.Audio = append(mv.Audio, r)
+		case strings.HasPrefix(line, "#EXTINF") || strings.HasPrefix(line, "#EXT-X-TARGETDURATION"):
+			isMedia = true
+		case line != "" && !strings.HasPrefix(line, "#") && pending != nil:
+			vu, err := base.Parse(line)
+			if err != nil {
+				return nil, fmt.Errorf("%s: variant URI: %w: %w", u, err, media.ErrInvalidMedia)
+			}
+			v := Variant{URI: vu.String(), Codecs: pending["CODECS"], Audio: pending["AUDIO"]}
+			v.Bandwidth, _ = strconv.Atoi(pending["BANDWIDTH"])
+			if res := pending["RESOLUTION"]; res != "" {
+				w, h, _ := strings.Cut(res, "x")
+				v.Width, _ = strconv.Atoi(w)
+				v.Height, _ = strconv.Atoi(h)
+			}
+			v.ID = uniqueID(ids, idFromURI(v.URI, len(mv.Variants)))
+			mv.Variants = append(mv.Variants, v)
+			pending = nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", u, err, media.ErrInvalidMedia)
+	}
+	if isMedia && len(mv.Variants) == 0 {
+		return nil, nil
+	}
+	if len(mv.Variants) == 0 {
+		return nil, fmt.Errorf("%s: no variants and no segments: %w", u, media.ErrInvalidMedia)
+	}
+	return mv, nil
+}
+
+// MediaSegment is one segment of a media playlist.
+type MediaSegment struct {
+	Sequence    uint64
+	URI         string // absolute
+	Duration    time.Duration
+	ProgramDate time.Time // zero without EXT-X-PROGRAM-DATE-TIME
+}
+
+// MediaPlaylist is a parsed media playlist.
+type MediaPlaylist struct {
+	TargetDuration time.Duration
+	MediaSequence  uint64
+	Map            string // EXT-X-MAP URI, absolute
+	EndList        bool
+	HoldBack       time.Duration // EXT-X-SERVER-CONTROL HOLD-BACK
+	Segments       []MediaSegment
+}
+
+func (mp *MediaPlaylist) hasPDT() bool {
+	return len(mp.Segments) > 0 && !mp.Segments[0].ProgramDate.IsZero()
+}
+
+// ParseMedia parses a media playlist fetched from u.
+func ParseMedia(data []byte, u string) (*MediaPlaylist, error) {
+	base, err := url.Parse(u)
+	if err != nil {
+		return nil, err
+	}
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%s: %s: %w", u, fmt.Sprintf(format, a...), media.ErrInvalidMedia)
+	}
+	mp := &MediaPlaylist{}
+	var (
+		dur time.Duration
+		inf bool
+		pdt time.Time
+		seq uint64
+	)
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		tag, val, _ := strings.Cut(line, ":")
+		switch {
+		case line == "":
+		case tag == "#EXT-X-TARGETDURATION":
+			v, err := strconv.ParseFloat(val, 64)
+			if err != nil || v <= 0 {
+				return nil, bad("EXT-X-TARGETDURATION %q", val)
+			}
+			mp.TargetDuration = time.Duration(v * float64(time.Second))
+		case tag == "#EXT-X-MEDIA-SEQUENCE":
+			v, err := strconv.ParseUint(val, 10, 64)
+			if err != nil {
+				return nil, bad("EXT-X-MEDIA-SEQUENCE %q", val)
+			}
+			mp.MediaSequence, seq = v, v
+		case tag == "#EXT-X-MAP":
+			if mp.Map == "" {
+				a := attrs(val)
+				if a["BYTERANGE"] != "" {
+					return nil, bad("EXT-X-MAP with BYTERANGE is not supported")
+				}
+				mu, err := base.Parse(a["URI"])
+				if err != nil || a["URI"] == "" {
+					return nil, bad("EXT-X-MAP URI %q", a["URI"])
+				}
+				mp.Map = mu.String()
+			}
+		case tag == "#EXT-X-ENDLIST":
+			mp.EndList = true
+		case tag == "#EXT-X-PLAYLIST-TYPE":
+			// VOD lists end with EXT-X-ENDLIST anyway; EVENT grows like live.
+		case tag == "#EXT-X-SERVER-CONTROL":
+			if hb := attrs(val)["HOLD-BACK"]; hb != "" {
+				if v, err := strconv.ParseFloat(hb, 64); err == nil && v > 0 {
+					mp.HoldBack = time.Duration(v * float64(time.Second))
+				}
+			}
+		case tag == "#EXT-X-BYTERANGE":
+			return nil, bad("EXT-X-BYTERANGE is not supported")
+		case tag == "#EXT-X-PROGRAM-DATE-TIME":
+			t, err := player.ParseISOTime(val)
+			if err != nil {
+				return nil, bad("EXT-X-PROGRAM-DATE-TIME %q", val)
+			}
+			pdt = t
+		case tag == "#EXTINF":
+			d, _, _ := strings.Cut(val, ",")
+			v, err := strconv.ParseFloat(strings.TrimSpace(d), 64)
+			if err != nil || v < 0 {
+				return nil, bad("EXTINF %q", val)
+			}
+			dur, inf = time.Duration(v*float64(time.Second)), true
+		case strings.HasPrefix(line, "#"):
+			// Other tags and comments.
+		default:
+			if !inf {
+				return nil, bad("segment %q without EXTINF", line)
+			}
+			su, err := base.Parse(line)
+			if err != nil {
+				return nil, bad("segment URI %q", line)
+			}
+			s := MediaSegment{Sequence: seq, URI: su.String(), Duration: dur}
+			if !pdt.IsZero() {
+				s.ProgramDate = pdt
+				pdt = pdt.Add(dur) // the next segment's date unless it has its own
+			}
+			mp.Segments = append(mp.Segments, s)
+			seq++
+			inf = false
+			if len(mp.Segments) > 1<<18 {
+				return nil, bad("more than %d segments", 1<<18)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, bad("%v", err)
+	}
+	if mp.TargetDuration == 0 {
+		return nil, bad("no EXT-X-TARGETDURATION")
+	}
+	if len(mp.Segments) == 0 && mp.EndList {
+		return nil, bad("no segments")
+	}
+	return mp, nil
+}
+
+// attrs parses an attribute list: KEY=VALUE,KEY="quoted, with commas".
+func attrs(s string) map[string]string {
+	out := map[string]string{}
+	for s != "" {
+		k, rest, ok := strings.Cut(s, "=")
+		if !ok {
+			break
+		}
+		k = strings.TrimSpace(k)
+		var v string
+		if strings.HasPrefix(rest, `"`) {
+			end := strings.IndexByte(rest[1:], '"')
+			if end < 0 {
+				v, rest = rest[1:], ""
+			} else {
+				v, rest = rest[1:1+end], rest[2+end:]
+			}
+			rest = strings.TrimPrefix(rest, ",")
+		} else {
+			v, rest, _ = strings.Cut(rest, ",")
+		}
+		out[k] = v
+		s = rest
+	}
+	return out
+}
+
+// idFromURI names a rendition after its folder ("v720/playlist.m3u8" → "v720") or
+// file ("v720.m3u8" → "v720").
+func idFromURI(u string, i int) string {
+	p := u
+	if pu, err := url.Parse(u); err == nil {
+		p = pu.Path
+	}
+	dir, file := path.Split(p)
+	if d := path.Base(dir); dir != "" && d != "/" && d != "." && (file == "playlist.m3u8" || file == "index.m3u8" || file == "prog_index.m3u8") {
+		return d
+	}
+	if name := strings.TrimSuffix(file, path.Ext(file)); name != "" {
+		return name
+	}
+	return fmt.Sprintf("r%d", i)
+}
+
+func uniqueID(seen map[string]bool, id string) string {
+	out := id
+	for i := 2; seen[out]; i++ {
+		out = fmt.Sprintf("%s-%d", id, i)
+	}
+	seen[out] = true
+	return out
+}

@@ -1,0 +1,365 @@
+package player
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/streambed/streambed/internal/media"
+)
+
+// Manifest is a parsed MPD or HLS presentation, reduced to what the player needs. The
+// dash and hls subpackages build it; the core never sees XML or playlists.
+//
+// Positions are presentation times as time.Duration on one timeline: for DASH the MPD
+// timeline (period start + media time − presentationTimeOffset), for HLS the sum of
+// segment durations (anchored on EXT-X-PROGRAM-DATE-TIME when present). For live
+// streams, wall time = AvailabilityStart + position.
+type Manifest struct {
+	URL  string // where it was loaded from
+	Live bool   // MPD@type="dynamic", or an HLS playlist without EXT-X-ENDLIST
+
+	AvailabilityStart          time.Time     // live: wall time of position 0
+	Duration                   time.Duration // on demand: presentation duration (0: from segments)
+	MinimumUpdatePeriod        time.Duration // live: reload the manifest at least this often (0: only when needed)
+	TimeShiftBufferDepth       time.Duration // live: the DVR window (0: unknown)
+	SuggestedPresentationDelay time.Duration // live: how far behind the edge to play (0: unknown)
+	MaxSegmentDuration         time.Duration
+	UTCTiming                  []UTCTiming
+
+	Sets []*AdaptationSet
+}
+
+// UTCTiming is one clock source of a DASH MPD.
+type UTCTiming struct {
+	Scheme string // e.g. "urn:mpeg:dash:utc:http-iso:2014"
+	Value  string // absolute URL (resolved by the parser) or, for direct schemes, the time
+}
+
+// AdaptationSet is a set of interchangeable renditions of one kind.
+type AdaptationSet struct {
+	Kind            media.Kind
+	Lang            string
+	Representations []*Representation // ascending bandwidth
+}
+
+// Representation is one rendition and its segments.
+type Representation struct {
+	ID        string
+	Bandwidth int // bit/s, as declared
+	Width     int
+	Height    int
+	Codecs    string
+	InitURL   string // absolute; "" when the media segments are self-initialising
+	Index     *SegmentIndex
+}
+
+// Segment is one addressable media segment of a representation.
+type Segment struct {
+	Number   uint64
+	Time     uint64        // media time in the index timescale ($Time$)
+	Start    time.Duration // position of its first sample
+	Duration time.Duration
+	URL      string // absolute
+	// AvailableAt is when a live segment may be requested (zero: listed means available).
+	AvailableAt time.Time
+}
+
+// End is the position just after the segment.
+func (s Segment) End() time.Duration { return s.Start + s.Duration }
+
+// SegmentIndex addresses the segments of a representation in one of two ways:
+//
+//   - Template: a constant segment Duration (ticks) and a Media URL template with
+//     $Number$ (DASH SegmentTemplate@duration). Endless for live; bounded by End
+//     for on demand.
+//   - List: explicit segments (DASH SegmentTimeline, HLS media playlists), with
+//     numbers, media times and URLs.
+type SegmentIndex struct {
+	Timescale   uint64
+	PTO         uint64        // presentationTimeOffset, ticks
+	PeriodStart time.Duration // position of media time PTO
+
+	// Template addressing.
+	Media          string   // template, with $RepresentationID$ and $Bandwidth$ already substituted
+	Base           *url.URL // resolves Media
+	StartNumber    uint64
+	Duration       uint64        // ticks; > 0 selects template addressing
+	End            time.Duration // on demand: end of the period (0: unbounded)
+	AvailabilityTO time.Duration // availabilityTimeOffset (low latency): segments available that much earlier
+
+	// List addressing. A listed segment without a URL takes it from Media.
+	List []Segment
+
+	// For availability of live segments: wall time of position 0 (0: always available).
+	AvailabilityStart time.Time
+}
+
+// IsTemplate reports whether segments are computed from a constant duration.
+func (ix *SegmentIndex) IsTemplate() bool { return ix.Duration > 0 }
+
+// NominalDuration is the template duration, or the longest listed segment.
+func (ix *SegmentIndex) NominalDuration() time.Duration {
+	if ix.IsTemplate() {
+		return ticks(ix.Duration, ix.Timescale)
+	}
+	var d time.Duration
+	for _, s := range ix.List {
+		d = max(d, s.Duration)
+	}
+	return d
+}
+
+// Ticks converts a tick count in timescale to a duration, exactly to the nanosecond.
+func Ticks(n, timescale uint64) time.Duration { return ticks(n, timescale) }
+
+func ticks(n, timescale uint64) time.Duration {
+	if timescale == 0 {
+		return 0
+	}
+	s := n / timescale
+	r := n % timescale
+	return time.Duration(s)*time.Second + time.Duration(r*uint64(time.Second)/timescale)
+}
+
+// toTicks converts a duration to ticks, rounding down.
+func toTicks(d time.Duration, timescale uint64) uint64 {
+	if d <= 0 {
+		return 0
+	}
+	s := uint64(d / time.Second)
+	r := uint64(d % time.Second)
+	return s*timescale + r*timescale/uint64(time.Second)
+}
+
+// eps absorbs rounding between tick and nanosecond positions.
+const eps = time.Millisecond
+
+// Next returns the segment that holds position pos, or the first one after it when
+// pos falls in a gap. ok is false when there is none (past the end, or not listed yet).
+func (ix *SegmentIndex) Next(pos time.Duration) (Segment, bool) {
+	if ix.IsTemplate() {
+		if ix.End > 0 && pos+eps >= ix.End {
+			return Segment{}, false
+		}
+		rel := pos - ix.PeriodStart + eps
+		if rel < 0 {
+			rel = 0
+		}
+		k := toTicks(rel, ix.Timescale) / ix.Duration
+		s := ix.template(k)
+		if ix.End > 0 && s.Start >= ix.End-eps {
+			return Segment{}, false
+		}
+		return s, true
+	}
+	i := sort.Search(len(ix.List), func(i int) bool { return ix.List[i].End() > pos+eps })
+	if i == len(ix.List) {
+		return Segment{}, false
+	}
+	return ix.listed(i), true
+}
+
+// listed returns List[i] with its URL (expanded from Media when the list has none).
+func (ix *SegmentIndex) listed(i int) Segment {
+	s := ix.List[i]
+	if s.URL == "" && ix.Media != "" {
+		n, t := s.Number, s.Time
+		s.URL = ix.resolve(ExpandTemplate(ix.Media, "", 0, &n, &t))
+	}
+	return s
+}
+
+// First returns the first segment (on demand: the start of the presentation).
+func (ix *SegmentIndex) First() (Segment, bool) {
+	if ix.IsTemplate() {
+		return ix.template(0), true
+	}
+	if len(ix.List) == 0 {
+		return Segment{}, false
+	}
+	return ix.listed(0), true
+}
+
+// Last returns the last segment of a bounded index: the last listed segment, or for
+// templates the last one before End. For a live template it returns the newest
+// segment available at wall time now.
+func (ix *SegmentIndex) Last(now time.Time) (Segment, bool) {
+	if ix.IsTemplate() {
+		var end time.Duration
+		switch {
+		case ix.End > 0:
+			end = ix.End
+		case !ix.AvailabilityStart.IsZero():
+			end = now.Sub(ix.AvailabilityStart) + ix.AvailabilityTO
+		default:
+			return Segment{}, false
+		}
+		rel := end - ix.PeriodStart
+		if rel <= 0 {
+			return Segment{}, false
+		}
+		var n uint64 // segments that fit completely
+		if ix.End > 0 {
+			n = toTicks(rel+eps, ix.Timescale) / ix.Duration
+			if toTicks(rel+eps, ix.Timescale)%ix.Duration > toTicks(2*eps, ix.Timescale) {
+				n++ // a short last segment of an on-demand period
+			}
+		} else {
+			n = toTicks(rel, ix.Timescale) / ix.Duration
+		}
+		if n == 0 {
+			return Segment{}, false
+		}
+		return ix.template(n - 1), true
+	}
+	if len(ix.List) == 0 {
+		return Segment{}, false
+	}
+	return ix.listed(len(ix.List) - 1), true
+}
+
+// template builds the k-th segment (0-based from StartNumber) of a template index.
+func (ix *SegmentIndex) template(k uint64) Segment {
+	t := ix.PTO + k*ix.Duration
+	start := ix.PeriodStart + ticks(k*ix.Duration, ix.Timescale)
+	d := ticks(ix.Duration, ix.Timescale)
+	if ix.End > 0 && start+d > ix.End {
+		d = ix.End - start
+	}
+	s := Segment{Number: ix.StartNumber + k, Time: t, Start: start, Duration: d}
+	s.URL = ix.resolve(ExpandTemplate(ix.Media, "", 0, &s.Number, &t))
+	if !ix.AvailabilityStart.IsZero() {
+		s.AvailableAt = ix.AvailabilityStart.Add(s.End() - ix.AvailabilityTO)
+	}
+	return s
+}
+
+func (ix *SegmentIndex) resolve(ref string) string {
+	if ix.Base == nil {
+		return ref
+	}
+	u, err := ix.Base.Parse(ref)
+	if err != nil {
+		return ref
+	}
+	return u.String()
+}
+
+// ExpandTemplate substitutes DASH template identifiers: $RepresentationID$,
+// $Bandwidth$, $Number$ and $Time$ (numbers with an optional %0Nd width) and $$.
+// Identifiers without a value (repID "", bandwidth 0, number or t nil) stay in place,
+// so a template can be expanded per representation first and per segment later.
+func ExpandTemplate(tmpl, repID string, bandwidth int, number, t *uint64) string {
+	if !strings.Contains(tmpl, "$") {
+		return tmpl
+	}
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(tmpl, '$')
+		if i < 0 {
+			b.WriteString(tmpl)
+			return b.String()
+		}
+		j := strings.IndexByte(tmpl[i+1:], '$')
+		if j < 0 {
+			b.WriteString(tmpl)
+			return b.String()
+		}
+		b.WriteString(tmpl[:i])
+		ident := tmpl[i+1 : i+1+j]
+		tmpl = tmpl[i+2+j:]
+		name, format, _ := strings.Cut(ident, "%")
+		width := 0
+		if format != "" {
+			f := strings.TrimRight(format, "dixX")
+			width, _ = strconv.Atoi(strings.TrimPrefix(f, "0"))
+		}
+		pad := func(v uint64) string {
+			s := strconv.FormatUint(v, 10)
+			for len(s) < width {
+				s = "0" + s
+			}
+			return s
+		}
+		keep := "$" + ident + "$"
+		switch {
+		case name == "":
+			// "$$" escapes a dollar; keep it escaped until the last expansion.
+			if number != nil || t != nil {
+				b.WriteByte('$')
+			} else {
+				b.WriteString("$$")
+			}
+		case name == "RepresentationID" && repID != "":
+			b.WriteString(repID)
+		case name == "Bandwidth" && bandwidth != 0:
+			b.WriteString(pad(uint64(bandwidth)))
+		case name == "Number" && number != nil:
+			b.WriteString(pad(*number))
+		case name == "Time" && t != nil:
+			b.WriteString(pad(*t))
+		default:
+			b.WriteString(keep)
+		}
+	}
+}
+
+// Set returns the first adaptation set of kind k, or nil.
+func (m *Manifest) Set(k media.Kind) *AdaptationSet {
+	for _, s := range m.Sets {
+		if s.Kind == k {
+			return s
+		}
+	}
+	return nil
+}
+
+// Representation returns the representation with the given ID and its set.
+func (m *Manifest) Representation(id string) (*AdaptationSet, *Representation) {
+	for _, s := range m.Sets {
+		for _, r := range s.Representations {
+			if r.ID == id {
+				return s, r
+			}
+		}
+	}
+	return nil, nil
+}
+
+// Validate checks what the player relies on.
+func (m *Manifest) Validate() error {
+	if len(m.Sets) == 0 {
+		return fmt.Errorf("manifest %s: no playable adaptation set: %w", m.URL, media.ErrInvalidMedia)
+	}
+	for _, s := range m.Sets {
+		if len(s.Representations) == 0 {
+			return fmt.Errorf("manifest %s: empty %s adaptation set: %w", m.URL, s.Kind, media.ErrInvalidMedia)
+		}
+		for _, r := range s.Representations {
+			if r.Index == nil || (!r.Index.IsTemplate() && len(r.Index.List) == 0 && !m.Live) {
+				return fmt.Errorf("manifest %s: representation %q has no segments: %w", m.URL, r.ID, media.ErrInvalidMedia)
+			}
+			if r.Index.Timescale == 0 {
+				return fmt.Errorf("manifest %s: representation %q has no timescale: %w", m.URL, r.ID, media.ErrInvalidMedia)
+			}
+		}
+		sort.SliceStable(s.Representations, func(i, j int) bool {
+			return s.Representations[i].Bandwidth < s.Representations[j].Bandwidth
+		})
+	}
+	if m.Live && m.AvailabilityStart.IsZero() {
+		return fmt.Errorf("manifest %s: live without availability start: %w", m.URL, media.ErrInvalidMedia)
+	}
+	return nil
+}
+
+// ManifestLoader loads (and reloads) a manifest through fetch, which is the player's
+// counting wrapper around its Fetcher. now is the player's best estimate of wall time
+// (server-synchronised once a UTCTiming source has been read), used to expand
+// open-ended live timelines.
+type ManifestLoader func(ctx context.Context, fetch FetcherFunc, manifestURL string, now time.Time) (*Manifest, error)

@@ -1,0 +1,878 @@
+// Package player is Streambed's headless player core: live and on-demand timelines, a
+// buffer model that plays media in real time, pluggable ABR rules (package abr) and a
+// QoE recorder (package qoe).
+//
+// The core is transport-agnostic and manifest-agnostic: it requests bytes through a
+// Fetcher (and accepts pushed segments through a Receiver), and it reads manifests
+// through a ManifestLoader (packages dash and hls). Time comes from a Clock, so a
+// session under SimClock is deterministic. The player downloads and never decodes.
+//
+// One request is in flight at a time: the player fetches the next segment of the
+// adaptation set whose buffer ends earliest (video and audio alternate).
+package player
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/streambed/streambed/internal/media"
+	"github.com/streambed/streambed/internal/player/abr"
+	"github.com/streambed/streambed/internal/player/qoe"
+)
+
+// Config configures a session. URL, Fetcher and Load are required.
+type Config struct {
+	URL     string
+	Fetcher Fetcher
+	Load    ManifestLoader
+	ABR     abr.Rule // nil: throughput
+	Clock   Clock    // nil: RealClock
+
+	// Duration ends the session after this much clock time (0: until an on-demand
+	// presentation ends; forever for live).
+	Duration time.Duration
+	// StartupBuffer is the level at which playback starts, ResumeBuffer the level at
+	// which it resumes after a stall (0: one segment duration).
+	StartupBuffer, ResumeBuffer time.Duration
+	// MaxBuffer is the level above which the player stops requesting (0: 30 s).
+	MaxBuffer time.Duration
+	// LiveDelay is how far behind the live edge to start (0: the MPD's
+	// suggestedPresentationDelay, else three segment durations).
+	LiveDelay time.Duration
+	// SampleInterval is the period of the QoE time series (0: 1 s).
+	SampleInterval time.Duration
+	// RequestTimeout bounds each request (0: only the session deadline bounds it), so a
+	// dead link fails the request and the player retries instead of hanging.
+	RequestTimeout time.Duration
+	// PushWait is how long to wait for a pushed segment before requesting it, when the
+	// Fetcher is also a Receiver (0: do not wait, only use what already arrived).
+	PushWait time.Duration
+
+	// For the report.
+	Transport string
+	LinkRate  float64 // bit/s, 0 when unknown
+
+	Logger *slog.Logger // nil: discard
+}
+
+// Player plays one session. Create it with New, run it once with Run; Status may be
+// called from other goroutines meanwhile.
+type Player struct {
+	cfg   Config
+	clock Clock
+	rule  abr.Rule
+	log   *slog.Logger
+	rec   *qoe.Recorder
+	est   abr.Estimator
+
+	mu sync.Mutex // guards the playback model below against Status
+	// model
+	manifest        *Manifest
+	live            bool
+	streams         []*stream
+	state           playState
+	playhead        time.Duration
+	last            time.Time // clock time the model has been advanced to
+	nextSample      time.Time
+	endedAt         time.Time
+	playingRep      *Representation
+	startThreshold  time.Duration
+	resumeThreshold time.Duration
+	clockOffset     time.Duration // server − local, from UTCTiming
+	clockSlack      time.Duration // how wrong clockOffset may be: half the UTCTiming round trip
+
+	start      time.Time
+	deadline   time.Time // zero: none
+	lastLoad   time.Time
+	bufTarget  time.Duration
+	liveDelay  time.Duration
+	pending    []Delivery
+	deliveries <-chan Delivery
+	errRun     int // consecutive failures
+}
+
+// New checks cfg and builds a player.
+func New(cfg Config) (*Player, error) {
+	if cfg.URL == "" || cfg.Fetcher == nil || cfg.Load == nil {
+		return nil, errors.New("player: URL, Fetcher and Load are required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = RealClock{}
+	}
+	if cfg.ABR == nil {
+		cfg.ABR = abr.Throughput{}
+	}
+	if cfg.MaxBuffer <= 0 {
+		cfg.MaxBuffer = 30 * time.Second
+	}
+	if cfg.SampleInterval <= 0 {
+		cfg.SampleInterval = time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	p := &Player{cfg: cfg, clock: cfg.Clock, rule: cfg.ABR, log: cfg.Logger}
+	if r, ok := cfg.Fetcher.(Receiver); ok {
+		p.deliveries = r.Deliveries()
+	}
+	return p, nil
+}
+
+// Status is a snapshot of a running session, for progress lines.
+type Status struct {
+	State       string
+	Session     time.Duration // clock time since the start
+	Position    time.Duration // playhead
+	Buffer      time.Duration
+	Rendition   string
+	BitrateKbps float64
+	Stalls      int
+	StallTime   time.Duration
+	Switches    int
+	Bytes       int64
+	Requests    int
+	Throughput  float64        // estimate, bit/s
+	Latency     *time.Duration // live, while playing
+	Live        bool
+}
+
+// Status extrapolates the model to now without changing it.
+func (p *Player) Status() Status {
+	now := p.clock.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := Status{State: p.state.String(), Live: p.live, Throughput: p.est.Estimate()}
+	if p.start.IsZero() {
+		st.State = "loading"
+		return st
+	}
+	st.Session = now.Sub(p.start)
+	pos, lvl := p.playhead, p.minLevel()
+	if p.state == statePlaying && now.After(p.last) {
+		adv := min(now.Sub(p.last), lvl)
+		pos += adv
+		lvl -= adv
+	}
+	st.Position, st.Buffer = pos, lvl
+	if p.playingRep != nil {
+		st.Rendition = p.playingRep.ID
+		st.BitrateKbps = float64(p.playingRep.Bandwidth) / 1000
+	}
+	stalls, stallMS, switches, bytes, reqs := p.rec.Snapshot()
+	st.Stalls, st.StallTime, st.Switches, st.Bytes, st.Requests = stalls, time.Duration(stallMS*float64(time.Millisecond)), switches, bytes, reqs
+	if p.live && p.state == statePlaying && p.manifest != nil {
+		l := now.Add(p.clockOffset).Sub(p.manifest.AvailabilityStart.Add(pos))
+		st.Latency = &l
+	}
+	return st
+}
+
+// errStop ends the loop for a reason that is not a failure.
+type errStop string
+
+func (e errStop) Error() string { return string(e) }
+
+const maxConsecutiveErrors = 8
+
+// Run plays the session to its end and returns the QoE report. The report is valid
+// (partial) even when err is not nil. Cancelling ctx ends the session normally, with
+// end reason "canceled".
+func (p *Player) Run(ctx context.Context) (qoe.Report, error) {
+	p.mu.Lock()
+	p.start = p.clock.Now()
+	p.last = p.start
+	p.nextSample = p.start
+	if p.cfg.Duration > 0 {
+		p.deadline = p.start.Add(p.cfg.Duration)
+	}
+	p.rec = qoe.NewRecorder(p.start, qoe.Options{URL: p.cfg.URL, Transport: p.cfg.Transport, ABR: p.rule.Name(), LinkRate: p.cfg.LinkRate})
+	p.mu.Unlock()
+
+	err := p.run(ctx)
+	reason := "ended"
+	var stop errStop
+	switch {
+	case err == nil:
+	case errors.As(err, &stop):
+		reason, err = string(stop), nil
+	case ctx.Err() != nil:
+		reason, err = "canceled", nil
+	default:
+		reason = "error"
+	}
+	p.mu.Lock()
+	end := p.clock.Now()
+	if !p.deadline.IsZero() && end.After(p.deadline) {
+		end = p.deadline
+	}
+	if p.state == stateEnded && !p.endedAt.IsZero() {
+		end = p.endedAt
+	}
+	p.advance(end)
+	p.mu.Unlock()
+	var rd, wr int64
+	wc, known := p.cfg.Fetcher.(WireCounter)
+	if known {
+		rd, wr = wc.WireBytes()
+	}
+	rep := p.rec.Finish(end, reason, err, rd, wr, known)
+	if pr, ok := p.cfg.Fetcher.(Protocoler); ok && rep.Protocol == "" {
+		rep.Protocol = pr.Protocol()
+	}
+	return rep, err
+}
+
+func (p *Player) run(ctx context.Context) error {
+	if err := p.load(ctx); err != nil {
+		return err
+	}
+	if p.live {
+		p.syncClock(ctx)
+	}
+	p.mu.Lock()
+	err := p.setup()
+	p.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	for {
+		if err := p.checkEnd(ctx); err != nil {
+			return err
+		}
+		p.drainDeliveries()
+		if p.live && p.manifest.MinimumUpdatePeriod > 0 && p.clock.Now().Sub(p.lastLoad) >= p.manifest.MinimumUpdatePeriod {
+			if err := p.reload(ctx); err != nil {
+				if err := p.failed(ctx, "manifest", err); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		if err := p.stepOnce(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// checkEnd advances the model to now and says whether the session is over.
+func (p *Player) checkEnd(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	now := p.clock.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.deadline.IsZero() && !now.Before(p.deadline) {
+		p.advance(p.deadline)
+		return errStop("duration")
+	}
+	p.advance(now)
+	if p.state == stateEnded {
+		return errStop("ended")
+	}
+	return nil
+}
+
+// stepOnce does the next thing: request a segment, or wait.
+func (p *Player) stepOnce(ctx context.Context) error {
+	p.mu.Lock()
+	s := p.nextStream()
+	if s == nil {
+		// Everything is downloaded: play out what is buffered.
+		lvl := p.minLevel()
+		if p.state != statePlaying {
+			if lvl > 0 {
+				p.appended(p.clock.Now()) // shorter than the start-up threshold
+			} else {
+				p.state, p.endedAt = stateEnded, p.clock.Now() // nothing to play at all
+			}
+		}
+		p.mu.Unlock()
+		return p.waitUntil(ctx, p.clock.Now().Add(max(lvl, time.Millisecond)))
+	}
+	lvl := s.level(p.playhead)
+	p.mu.Unlock()
+	if lvl >= p.cfg.MaxBuffer {
+		return p.waitUntil(ctx, p.clock.Now().Add(lvl-p.cfg.MaxBuffer+time.Millisecond))
+	}
+
+	rep := p.choose(s, lvl)
+	seg, ok := rep.Index.Next(s.end)
+	if !ok {
+		return p.noNextSegment(ctx, s)
+	}
+	if p.live {
+		now := p.serverNow()
+		if tsbd := p.manifest.TimeShiftBufferDepth; tsbd > 0 && !seg.AvailableAt.IsZero() && seg.AvailableAt.Add(tsbd).Before(now) {
+			p.log.Info("fell out of the DVR window; rejoining the live edge", "segment", seg.Number)
+			p.mu.Lock()
+			p.rejoin()
+			p.mu.Unlock()
+			return nil
+		}
+		// Ask a little after the segment is due, by the error the clock offset may have,
+		// so a request does not reach the origin a millisecond early and bounce.
+		if due := seg.AvailableAt.Add(p.clockSlack + 2*time.Millisecond); !seg.AvailableAt.IsZero() && due.After(now) {
+			return p.waitUntil(ctx, due.Add(-p.clockOffset))
+		}
+	}
+	if rep.InitURL != "" && !s.inited[rep.ID] {
+		// Init segments are fetched when a representation is first chosen and kept
+		// (like dash.js), so switching back costs no second request.
+		if _, err := p.fetch(ctx, SegmentRequest{Kind: RequestInit, URL: rep.InitURL, TrackID: rep.ID}); err != nil {
+			return p.failed(ctx, "init "+rep.ID, err)
+		}
+		s.inited[rep.ID] = true
+	}
+	req := SegmentRequest{Kind: RequestMedia, URL: seg.URL, TrackID: rep.ID, Number: seg.Number, Time: seg.Time}
+	got, resp, err := p.fetchMedia(ctx, s, rep, req)
+	if err != nil {
+		if p.live && errors.Is(err, media.ErrGone) {
+			p.rec.Error()
+			p.mu.Lock()
+			p.rejoin()
+			p.mu.Unlock()
+			return nil
+		}
+		return p.failed(ctx, "segment "+seg.URL, err)
+	}
+	p.errRun = 0
+	if got != rep {
+		// A push transport delivered another rendition of this segment.
+		if g, ok := got.Index.Next(s.end); ok {
+			seg = g
+		}
+	}
+	now := p.clock.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.est.Add(resp.PayloadBytes, resp.Duration())
+	if !p.deadline.IsZero() && now.After(p.deadline) {
+		return nil // completed after the end of the session: not played
+	}
+	p.advance(now)
+	if seg.End() <= s.end {
+		return nil // a duplicate
+	}
+	s.queue = append(s.queue, bufSeg{start: seg.Start, end: seg.End(), rep: got})
+	s.end = seg.End()
+	if idx := indexOf(s.set, got); idx >= 0 {
+		s.current = idx
+	}
+	p.appended(now)
+	return nil
+}
+
+// nextStream is the stream whose buffer ends earliest among those with more to fetch.
+func (p *Player) nextStream() *stream {
+	var best *stream
+	for _, s := range p.streams {
+		if s.done {
+			continue
+		}
+		if best == nil || s.end < best.end {
+			best = s
+		}
+	}
+	return best
+}
+
+func indexOf(set *AdaptationSet, r *Representation) int {
+	for i, x := range set.Representations {
+		if x == r || x.ID == r.ID {
+			return i
+		}
+	}
+	return -1
+}
+
+// choose asks the ABR rule for the representation of the next segment of s.
+func (p *Player) choose(s *stream, lvl time.Duration) *Representation {
+	reps := s.set.Representations
+	if len(reps) == 1 {
+		return reps[0]
+	}
+	rs := make([]abr.Rendition, len(reps))
+	for i, r := range reps {
+		rs[i] = abr.Rendition{ID: r.ID, Bandwidth: r.Bandwidth}
+	}
+	cur := min(max(s.current, 0), len(reps)-1)
+	i := p.rule.Choose(abr.State{
+		Renditions:      rs,
+		Current:         s.current,
+		Buffer:          lvl,
+		BufferTarget:    p.bufTarget,
+		SegmentDuration: reps[cur].Index.NominalDuration(),
+		Throughput:      p.est.Estimate(),
+		Live:            p.live,
+	})
+	return reps[min(max(i, 0), len(reps)-1)]
+}
+
+// noNextSegment handles an index with nothing at the buffered end of s.
+func (p *Player) noNextSegment(ctx context.Context, s *stream) error {
+	if !p.live {
+		p.mu.Lock()
+		s.done = true
+		p.appended(p.clock.Now())
+		p.mu.Unlock()
+		return nil
+	}
+	// A live list (SegmentTimeline, HLS) ends where the last reload ended: reload,
+	// but not more often than every half segment.
+	next := p.lastLoad.Add(max(p.nominal()/2, 100*time.Millisecond))
+	if now := p.clock.Now(); now.Before(next) {
+		return p.waitUntil(ctx, next)
+	}
+	if err := p.reload(ctx); err != nil {
+		return p.failed(ctx, "manifest", err)
+	}
+	return nil
+}
+
+// fetchMedia gets a media segment: from a delivery if one arrived (or arrives within
+// PushWait), else by request. It returns the representation the bytes belong to.
+func (p *Player) fetchMedia(ctx context.Context, s *stream, rep *Representation, req SegmentRequest) (*Representation, *Response, error) {
+	if r, resp := p.takeDelivery(s, req); resp != nil {
+		return r, resp, nil
+	}
+	if p.deliveries != nil && p.cfg.PushWait > 0 {
+		timeout := p.clock.After(p.cfg.PushWait)
+	wait:
+		for {
+			select {
+			case d, ok := <-p.deliveries:
+				if !ok {
+					p.deliveries = nil
+					break wait
+				}
+				p.accept(d)
+				if r, resp := p.takeDelivery(s, req); resp != nil {
+					return r, resp, nil
+				}
+			case <-timeout:
+				break wait
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+		}
+	}
+	resp, err := p.fetch(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.rec.MediaRequest()
+	return rep, resp, nil
+}
+
+// fetch sends one request through the Fetcher and records it.
+func (p *Player) fetch(ctx context.Context, req SegmentRequest) (*Response, error) {
+	fctx, cancel := ctx, context.CancelFunc(func() {})
+	end := p.deadline
+	if t := p.cfg.RequestTimeout; t > 0 {
+		if rt := p.clock.Now().Add(t); end.IsZero() || rt.Before(end) {
+			end = rt
+		}
+	}
+	if !end.IsZero() {
+		fctx, cancel = p.clock.WithDeadline(ctx, end)
+	}
+	defer cancel()
+	resp, err := p.cfg.Fetcher.Fetch(fctx, req)
+	if err != nil {
+		if ctx.Err() == nil && fctx.Err() != nil {
+			if !p.deadline.IsZero() && !p.clock.Now().Before(p.deadline) {
+				return nil, errStop("duration")
+			}
+			return nil, fmt.Errorf("%s %s: no answer within %v: %w", req.Kind, req.URL, p.cfg.RequestTimeout, err)
+		}
+		return nil, fmt.Errorf("%s %s: %w", req.Kind, req.URL, err)
+	}
+	isMedia := req.Kind == RequestMedia || req.Kind == RequestInit
+	p.rec.Request(resp.PayloadBytes, resp.OverheadBytes, isMedia, false, resp.Duration(), resp.Protocol)
+	return resp, nil
+}
+
+// failed counts a failure and waits a little before the loop retries; too many in a
+// row end the session.
+func (p *Player) failed(ctx context.Context, what string, err error) error {
+	var stop errStop
+	if errors.As(err, &stop) || ctx.Err() != nil {
+		return err
+	}
+	p.rec.Error()
+	p.errRun++
+	notYet := errors.Is(err, media.ErrNotYet) || errors.Is(err, media.ErrNotFound)
+	limit := maxConsecutiveErrors
+	if p.live && notYet {
+		limit = 4 * maxConsecutiveErrors // a live edge a little ahead of the origin
+	}
+	if p.errRun > limit {
+		return fmt.Errorf("%s: giving up after %d failures: %w", what, p.errRun, err)
+	}
+	p.log.Debug("request failed; retrying", "what", what, "err", err)
+	backoff := min(time.Duration(p.errRun)*100*time.Millisecond, time.Second)
+	if p.live && notYet {
+		backoff = min(max(p.nominal()/10, 50*time.Millisecond), 500*time.Millisecond)
+	}
+	return p.waitUntil(ctx, p.clock.Now().Add(backoff))
+}
+
+// waitUntil sleeps until clock time t, the session deadline, the next manifest
+// reload or a delivery, whichever is first.
+func (p *Player) waitUntil(ctx context.Context, t time.Time) error {
+	if !p.deadline.IsZero() && t.After(p.deadline) {
+		t = p.deadline
+	}
+	if p.live && p.manifest.MinimumUpdatePeriod > 0 {
+		if due := p.lastLoad.Add(p.manifest.MinimumUpdatePeriod); t.After(due) {
+			t = due // wake up to reload the manifest
+		}
+	}
+	d := t.Sub(p.clock.Now())
+	if d <= 0 {
+		return nil
+	}
+	if p.deliveries == nil {
+		return p.clock.Sleep(ctx, d)
+	}
+	select {
+	case dl, ok := <-p.deliveries:
+		if !ok {
+			p.deliveries = nil
+		} else {
+			p.accept(dl)
+		}
+	case <-p.clock.After(d):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+// load fetches and installs the manifest for the first time.
+func (p *Player) load(ctx context.Context) error {
+	m, err := p.cfg.Load(ctx, p.fetch, p.cfg.URL, p.clock.Now())
+	if err != nil {
+		return fmt.Errorf("manifest: %w", err)
+	}
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.manifest = m
+	p.live = m.Live
+	p.lastLoad = p.clock.Now()
+	p.rec.SetLive(m.Live)
+	return nil
+}
+
+// reload fetches the manifest again and rebinds the streams to it.
+func (p *Player) reload(ctx context.Context) error {
+	m, err := p.cfg.Load(ctx, p.fetch, p.cfg.URL, p.serverNow())
+	p.lastLoad = p.clock.Now()
+	if err != nil {
+		return err
+	}
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !m.Live {
+		// A live presentation that ended (the MPD turned static) keeps its availability
+		// start for latency; its segments are now all listed.
+		m.AvailabilityStart = p.manifest.AvailabilityStart
+	}
+	p.manifest = m
+	p.live = m.Live
+	for _, s := range p.streams {
+		set := m.Set(s.kind)
+		if set == nil {
+			s.done = true
+			continue
+		}
+		cur := ""
+		if s.current >= 0 && s.current < len(s.set.Representations) {
+			cur = s.set.Representations[s.current].ID
+		}
+		s.set = set
+		s.current = -1
+		for i, r := range set.Representations {
+			if r.ID == cur {
+				s.current = i
+			}
+		}
+	}
+	return nil
+}
+
+// setup creates the streams and places the playhead. Callers hold p.mu.
+func (p *Player) setup() error {
+	m := p.manifest
+	var sets []*AdaptationSet
+	if v := m.Set(media.Video); v != nil {
+		sets = append(sets, v)
+	}
+	if a := m.Set(media.Audio); a != nil {
+		sets = append(sets, a)
+	}
+	if len(sets) == 0 {
+		sets = m.Sets[:1]
+	}
+	p.streams = nil
+	for i, set := range sets {
+		p.streams = append(p.streams, &stream{kind: set.Kind, set: set, primary: i == 0, current: -1, inited: map[string]bool{}})
+	}
+	seg := p.nominal()
+	p.startThreshold = p.cfg.StartupBuffer
+	if p.startThreshold <= 0 {
+		p.startThreshold = seg
+	}
+	p.resumeThreshold = p.cfg.ResumeBuffer
+	if p.resumeThreshold <= 0 {
+		p.resumeThreshold = seg
+	}
+	p.startThreshold = min(p.startThreshold, p.cfg.MaxBuffer)
+	p.resumeThreshold = min(p.resumeThreshold, p.cfg.MaxBuffer)
+	p.bufTarget = p.cfg.MaxBuffer
+	if p.live {
+		p.liveDelay = p.cfg.LiveDelay
+		if p.liveDelay <= 0 {
+			p.liveDelay = m.SuggestedPresentationDelay
+		}
+		if p.liveDelay <= 0 {
+			p.liveDelay = 3 * seg
+		}
+		p.bufTarget = min(p.bufTarget, p.liveDelay)
+		// Never wait for more than the delay allows.
+		p.startThreshold = min(p.startThreshold, max(p.liveDelay-seg, seg/2))
+		p.resumeThreshold = min(p.resumeThreshold, p.startThreshold)
+	}
+	start, err := p.startPosition()
+	if err != nil {
+		return err
+	}
+	p.playhead = start
+	for _, s := range p.streams {
+		s.end = start
+	}
+	return nil
+}
+
+// nominal is the nominal segment duration of the primary adaptation set.
+func (p *Player) nominal() time.Duration {
+	if p.manifest == nil {
+		return 2 * time.Second
+	}
+	set := p.manifest.Sets[0]
+	if len(p.streams) > 0 {
+		set = p.streams[0].set
+	}
+	if d := set.Representations[0].Index.NominalDuration(); d > 0 {
+		return d
+	}
+	if p.manifest.MaxSegmentDuration > 0 {
+		return p.manifest.MaxSegmentDuration
+	}
+	return 2 * time.Second
+}
+
+// startPosition is where playback begins: the first segment on demand; for live,
+// the segment that holds (live edge − delay), within the DVR window.
+func (p *Player) startPosition() (time.Duration, error) {
+	ix := p.streams[0].set.Representations[0].Index
+	first, ok := ix.First()
+	if !p.live {
+		if !ok {
+			return 0, fmt.Errorf("no segments: %w", media.ErrInvalidMedia)
+		}
+		return first.Start, nil
+	}
+	now := p.serverNow()
+	last, ok := ix.Last(now)
+	if !ok {
+		return 0, fmt.Errorf("live stream has no available segment yet (availability start %s): %w",
+			p.manifest.AvailabilityStart.UTC().Format(time.RFC3339), media.ErrNotYet)
+	}
+	edge := last.End()
+	target := edge - p.liveDelay
+	lo := first.Start
+	if ix.IsTemplate() {
+		lo = 0
+		if tsbd := p.manifest.TimeShiftBufferDepth; tsbd > 0 {
+			lo = max(now.Sub(p.manifest.AvailabilityStart)-tsbd, 0)
+		}
+		lo = max(lo, ix.PeriodStart)
+	}
+	target = max(target, lo)
+	seg, ok := ix.Next(target)
+	if !ok {
+		seg = last
+	}
+	// Starting at the boundary of the segment that holds the target means starting up to
+	// a segment earlier than asked; take the next boundary when it is closer.
+	if target-seg.Start > seg.Duration/2 && seg.End() <= edge-seg.Duration {
+		seg, _ = ix.Next(seg.End())
+	}
+	return seg.Start, nil
+}
+
+// rejoin drops the buffer and restarts at the live edge minus the delay (after the
+// player fell out of the DVR window). It counts as a stall. Callers hold p.mu.
+func (p *Player) rejoin() {
+	start, err := p.startPosition()
+	if err != nil {
+		return
+	}
+	now := p.clock.Now()
+	p.advance(now)
+	if p.state == statePlaying {
+		p.state = stateStalled
+		p.rec.StallStarted(now)
+	}
+	p.playhead = start
+	for _, s := range p.streams {
+		s.end, s.queue = start, nil
+	}
+}
+
+// serverNow is local clock time corrected by the UTCTiming offset.
+func (p *Player) serverNow() time.Time { return p.clock.Now().Add(p.clockOffset) }
+
+// Offset returns the measured server-minus-local clock offset.
+func (p *Player) Offset() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.clockOffset
+}
+
+// syncClock reads the first usable UTCTiming source and records the offset.
+func (p *Player) syncClock(ctx context.Context) {
+	for _, u := range p.manifest.UTCTiming {
+		var off time.Duration
+		switch {
+		case strings.Contains(u.Scheme, ":http-iso:") || strings.Contains(u.Scheme, ":http-xsdate:"):
+			t0 := p.clock.Now()
+			resp, err := p.fetch(ctx, SegmentRequest{Kind: RequestTime, URL: u.Value, KeepBody: true})
+			if err != nil {
+				p.rec.Error()
+				p.log.Warn("UTCTiming source failed", "url", u.Value, "err", err)
+				continue
+			}
+			t1 := p.clock.Now()
+			st, err := ParseISOTime(string(resp.Body))
+			if err != nil {
+				p.log.Warn("UTCTiming answer is not a time", "url", u.Value, "err", err)
+				continue
+			}
+			off = st.Sub(t0.Add(t1.Sub(t0) / 2))
+			p.mu.Lock()
+			p.clockSlack = t1.Sub(t0) / 2
+			p.mu.Unlock()
+		case strings.Contains(u.Scheme, ":direct:"):
+			st, err := ParseISOTime(u.Value)
+			if err != nil {
+				continue
+			}
+			off = st.Sub(p.lastLoad)
+		default:
+			continue
+		}
+		p.mu.Lock()
+		p.clockOffset = off
+		p.mu.Unlock()
+		p.rec.ClockOffset(off, u.Scheme)
+		return
+	}
+}
+
+// ParseISOTime parses an xs:dateTime / ISO 8601 time as UTCTiming sources send it.
+func ParseISOTime(s string) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02T15:04:05.999999999Z0700"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("not an ISO 8601 time: %q", s)
+}
+
+// drainDeliveries accepts every delivery that has arrived, without waiting.
+func (p *Player) drainDeliveries() {
+	for p.deliveries != nil {
+		select {
+		case d, ok := <-p.deliveries:
+			if !ok {
+				p.deliveries = nil
+				return
+			}
+			p.accept(d)
+		default:
+			return
+		}
+	}
+}
+
+// accept records a delivery and keeps it until the player wants it.
+func (p *Player) accept(d Delivery) {
+	if d.Response == nil {
+		return
+	}
+	d.Response.Pushed = true
+	isMedia := d.Request.Kind == RequestMedia || d.Request.Kind == RequestInit
+	p.rec.Request(d.Response.PayloadBytes, d.Response.OverheadBytes, isMedia, true, d.Response.Duration(), d.Response.Protocol)
+	if d.Request.Kind == RequestInit {
+		for _, s := range p.streams {
+			for _, r := range s.set.Representations {
+				if r.ID == d.Request.TrackID || (r.InitURL != "" && r.InitURL == d.Request.URL) {
+					s.inited[r.ID] = true
+				}
+			}
+		}
+		return
+	}
+	if d.Request.Kind != RequestMedia {
+		return
+	}
+	const maxPending = 64 // a transport pushing far ahead must not grow memory unboundedly
+	if len(p.pending) >= maxPending {
+		p.pending = p.pending[1:]
+	}
+	p.pending = append(p.pending, d)
+}
+
+// takeDelivery returns a delivered segment matching req: the same URL, or the same
+// number in any representation of the stream's adaptation set.
+func (p *Player) takeDelivery(s *stream, req SegmentRequest) (*Representation, *Response) {
+	for i, d := range p.pending {
+		var rep *Representation
+		if d.Request.URL != "" && d.Request.URL == req.URL {
+			rep = s.set.Representations[max(indexByID(s.set, req.TrackID), 0)]
+		} else if d.Request.Number == req.Number && d.Request.TrackID != "" {
+			if j := indexByID(s.set, d.Request.TrackID); j >= 0 {
+				rep = s.set.Representations[j]
+			}
+		}
+		if rep != nil {
+			p.pending = append(p.pending[:i], p.pending[i+1:]...)
+			return rep, d.Response
+		}
+	}
+	return nil, nil
+}
+
+func indexByID(set *AdaptationSet, id string) int {
+	for i, r := range set.Representations {
+		if r.ID == id {
+			return i
+		}
+	}
+	return -1
+}
