@@ -120,6 +120,9 @@ Flags:
 		return err
 	}
 	srv := server.New(cfg, h, log, nil)
+	if err := attachTransports(ctx, srv, cfg, log); err != nil {
+		return err
+	}
 	ls, err := srv.Listen()
 	if err != nil {
 		return err

@@ -29,6 +29,8 @@ type Server struct {
 	clock   func() time.Time
 
 	manifests sync.Map // cache key → []byte of rendered manifests (see manifestCache)
+
+	middleware []func(http.Handler) http.Handler // transports that wrap the origin (e.g. HTTP/2 push)
 }
 
 // New returns a server for h. clock may be nil (time.Now).
@@ -53,9 +55,24 @@ func (s *Server) routes() {
 	m.Handle("GET /", s.pageHandler())
 }
 
+// Handle adds a route beside the origin's own: transports with their own endpoints
+// (WebSocket push, ingest, admin pages) register here before Listen.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// Use wraps the origin's routes with a middleware, innermost first: a transport that
+// acts on pull requests (HTTP/2 push of what a request will need next) registers here.
+func (s *Server) Use(mw func(http.Handler) http.Handler) { s.middleware = append(s.middleware, mw) }
+
+// Hub is the hub the origin serves.
+func (s *Server) Hub() *hub.Hub { return s.hub }
+
 // Handler is the whole origin as an http.Handler, with CORS, metrics and logging.
 func (s *Server) Handler() http.Handler {
-	return s.metrics.wrap(cors(s.mux))
+	var h http.Handler = s.mux
+	for _, mw := range s.middleware {
+		h = mw(h)
+	}
+	return s.metrics.wrap(cors(h))
 }
 
 // cors lets players on other origins read manifests and segments, ranges included.
