@@ -18,7 +18,6 @@ import (
 	"github.com/streambed/streambed/internal/player/abr"
 	"github.com/streambed/streambed/internal/player/dash"
 	"github.com/streambed/streambed/internal/player/hls"
-	"github.com/streambed/streambed/internal/transport/httppull"
 )
 
 const playUsage = `Usage: streambed play URL [flags]
@@ -108,18 +107,11 @@ func Play(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("want exactly one URL, got %d arguments", len(pos))
 	}
 	u, err := url.Parse(pos[0])
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%q is not an http(s) URL", pos[0])
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("%q is not a URL (http://, https://)", pos[0])
 	}
 	if *transport == "" {
-		*transport = string(httppull.HTTP1)
-		if u.Scheme == "https" {
-			*transport = string(httppull.H2)
-		}
-	}
-	proto, err := httppull.ParseProtocol(*transport)
-	if err != nil {
-		return err
+		*transport = defaultTransport(u)
 	}
 	rule, err := abr.Parse(*abrSpec)
 	if err != nil {
@@ -131,7 +123,7 @@ func Play(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	client, err := httppull.NewClient(httppull.ClientOptions{Protocol: proto, Insecure: *insecure})
+	client, err := newPlayTransport(*transport, u, playTransportOptions{Insecure: *insecure})
 	if err != nil {
 		return err
 	}
@@ -145,10 +137,10 @@ func Play(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		load = hls.NewLoader()
 	}
 	p, err := player.New(player.Config{
-		URL: u.String(), Fetcher: client, Load: load, ABR: rule,
+		URL: u.String(), Fetcher: client.Fetcher, Load: load, ABR: rule,
 		Duration: *duration, MaxBuffer: *maxBuffer, StartupBuffer: *startBuffer, ResumeBuffer: *startBuffer,
 		LiveDelay: *liveDelay, SampleInterval: *sampleEvery, RequestTimeout: *reqTimeout,
-		Transport: string(proto), LinkRate: rate, Logger: logger,
+		Transport: client.Name, LinkRate: rate, Logger: logger,
 	})
 	if err != nil {
 		return err
