@@ -218,7 +218,7 @@ func newLoopChannel(cc server.ChannelConfig, a *hub.Asset) (*hub.Channel, error)
 	}
 	ast := cc.AvailabilityStart.UTC()
 	if cc.AvailabilityStart.IsZero() {
-		ast = time.Unix(0, 0).UTC()
+		ast = server.DefaultAvailabilityStart
 	}
 	dvr := cc.DVRWindow
 	if dvr == 0 {

@@ -18,13 +18,19 @@ type Asset struct {
 	inits  map[string][]byte
 }
 
-// OpenAsset loads the asset packaged in dir.
+// OpenAsset loads the asset packaged in dir. The asset is named after its folder (the
+// name in its URL), whatever name it was packaged with.
 func OpenAsset(dir string) (*Asset, error) {
 	desc, err := media.LoadAsset(dir)
 	if err != nil {
 		return nil, err
 	}
+	name := filepath.Base(filepath.Clean(dir))
+	if !media.ValidName(name) {
+		return nil, fmt.Errorf("asset folder %q: the name must be 1–64 of [A-Za-z0-9._-]: %w", dir, media.ErrInvalidMedia)
+	}
 	a := &Asset{dir: dir, desc: desc, stream: desc.Stream(), inits: map[string][]byte{}}
+	a.stream.Name = name
 	for _, t := range desc.Tracks {
 		b, err := os.ReadFile(filepath.Join(dir, t.InitPath))
 		if err != nil {

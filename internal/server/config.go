@@ -9,6 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/streambed/streambed/internal/media"
+	"github.com/streambed/streambed/internal/transport/h2push"
 )
 
 // Config is the whole server configuration: a YAML file, then flags on top.
@@ -23,6 +24,7 @@ type Config struct {
 	Channels []ChannelConfig `yaml:"channels"`
 	Cache    CacheConfig     `yaml:"cache"`
 	Log      LogConfig       `yaml:"log"`
+	H2Push   h2push.Config   `yaml:"h2push"` // HTTP/2 push: default strategy, rules file, admin token
 }
 
 // ChannelConfig declares a live channel that loops a packaged asset.
@@ -36,10 +38,16 @@ type ChannelConfig struct {
 	ChunkDuration time.Duration `yaml:"chunk_duration"`
 	// PresentationDelay is MPD@suggestedPresentationDelay; 0: two segment durations.
 	PresentationDelay time.Duration `yaml:"presentation_delay"`
-	// AvailabilityStart anchors the channel's timeline; zero: the Unix epoch, so the
-	// same URL yields the same bytes across restarts and origins.
+	// AvailabilityStart anchors the channel's timeline; zero: DefaultAvailabilityStart.
+	// A fixed anchor means the same URL yields the same bytes across restarts and origins.
 	AvailabilityStart time.Time `yaml:"availability_start"`
+	WSPolicy          string    `yaml:"ws_policy"` // WebSocket push adaptation: tcp (default), buffer or fixed
 }
+
+// DefaultAvailabilityStart anchors looped channels. Not the Unix epoch (as livesim2
+// uses): FFmpeg's DASH demuxer (5.1) takes availabilityStartTime=1970 for "absent" and
+// then computes a $Number$ hours in the future, so ffprobe could not open the channel.
+var DefaultAvailabilityStart = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // CacheConfig sets the Cache-Control lifetimes a CDN acts on.
 type CacheConfig struct {
