@@ -108,10 +108,10 @@ func OpenAssets(root string) ([]*Asset, []error) {
 	var out []*Asset
 	var errs []error
 	for _, e := range entries {
-		if !e.IsDir() || !media.ValidName(e.Name()) {
-			continue
-		}
 		dir := filepath.Join(root, e.Name())
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() || !media.ValidName(e.Name()) {
+			continue // not a folder (a symlink to one counts), or not a URL-safe name
+		}
 		if _, err := os.Stat(filepath.Join(dir, media.AssetFile)); err != nil {
 			continue // not an asset (or an interrupted packaging run)
 		}
