@@ -1,0 +1,88 @@
+import Hls, { type ErrorData } from 'hls.js';
+import type { LoadOptions, PlayerAdapter, PlayerEvents } from './types';
+
+// hls.js follows a playlist's EXT-X-SERVER-CONTROL HOLD-BACK unless the page passes a
+// delay of its own. Where a playlist has none, hls.js's default is 3 target durations;
+// ours is 2, which is what the origin's MPDs suggest for dash.js. Set as a default (not
+// per player) so that HOLD-BACK still wins.
+Hls.DefaultConfig = { ...Hls.DefaultConfig, liveSyncDurationCount: 2 };
+
+export class HlsAdapter implements PlayerAdapter {
+  readonly kind = 'hlsjs' as const;
+  readonly version = `hls.js ${Hls.version}`;
+  private hls: Hls | null = null;
+  private live = false;
+  private recoveredMedia = false;
+
+  constructor(private video: HTMLVideoElement, private on: PlayerEvents) {}
+
+  load(opts: LoadOptions): void {
+    if (!Hls.isSupported()) {
+      this.on.error('hls.js: this browser has no Media Source Extensions');
+      return;
+    }
+    this.live = opts.live;
+    const hls = new Hls({
+      ...(opts.liveDelaySegments != null ? { liveSyncDurationCount: opts.liveDelaySegments } : {}),
+      // Drift back to the target latency by playing up to 10% faster, as dash.js does
+      // in its catch-up mode, instead of staying as far behind as start-up left us.
+      maxLiveSyncPlaybackRate: 1.1,
+      // fMP4 needs no transmuxing, so no worker is needed (the ESM build has none inline).
+      enableWorker: false,
+    });
+    this.hls = hls;
+    hls.on(Hls.Events.FRAG_LOADED, (_e, data) => {
+      this.on.segment(data.frag.stats.loaded || data.payload?.byteLength || 0);
+    });
+    hls.on(Hls.Events.ERROR, (_e, data: ErrorData) => this.onError(data));
+    if (opts.autoplay) {
+      hls.once(Hls.Events.MANIFEST_PARSED, () => {
+        this.video.play().catch((err: Error) => {
+          this.on.warning(`autoplay refused: ${err.message}`);
+        });
+      });
+    }
+    hls.attachMedia(this.video);
+    hls.loadSource(opts.url);
+  }
+
+  private onError(data: ErrorData): void {
+    const msg = `hls.js ${data.type}: ${data.details}${data.error?.message ? ` — ${data.error.message}` : ''}`;
+    if (!data.fatal) {
+      this.on.warning(msg);
+      return;
+    }
+    // One recovery attempt for a decode error, as hls.js recommends; then give up.
+    if (data.type === Hls.ErrorTypes.MEDIA_ERROR && !this.recoveredMedia && this.hls) {
+      this.recoveredMedia = true;
+      this.on.warning(`${msg} (recovering)`);
+      this.hls.recoverMediaError();
+      return;
+    }
+    this.on.error(msg);
+  }
+
+  bitrate(): number | null {
+    const hls = this.hls;
+    if (!hls) return null;
+    const level = hls.levels[hls.currentLevel];
+    return level ? level.bitrate : null;
+  }
+
+  latency(): number | null {
+    if (!this.live || !this.hls) return null;
+    const l = this.hls.latency;
+    return Number.isFinite(l) && l > 0 ? l : null;
+  }
+
+  targetLatency(): number | null {
+    if (!this.live || !this.hls) return null;
+    const t = this.hls.targetLatency;
+    return t != null && Number.isFinite(t) && t > 0 ? t : null;
+  }
+
+  destroy(): void {
+    this.hls?.destroy();
+    this.hls = null;
+  }
+}

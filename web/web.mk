@@ -1,0 +1,71 @@
+# web/web.mk — the browser app; included from the top-level Makefile, run from the
+# repository root.
+#
+#   make web             npm ci (npm install if there is no lock) in web/, type-check,
+#                        and bundle web/src into web/dist (index.html, app.js, app.css)
+#                        with esbuild. Incremental: nothing runs when web/src, the build
+#                        script and the lock are unchanged.
+#   make web-test        browser tests: the page on a real `streambed serve` in headless
+#                        Chromium, live and VOD "demo" with dash.js and hls.js.
+#   make web-test-stub   the same checks against an FFmpeg stub origin (no Go server).
+#   make web-screenshot  docs/screenshots/player.png from a running server (WEB_URL).
+#   make web-deps        apt-get install what is missing: nodejs, npm, chromium, ffmpeg.
+#   make web-clean       remove the build output (web/dist except README.txt).
+#
+# Needs node >= 20 and npm for `web`; chromium (/usr/bin/chromium, or CHROMIUM_PATH)
+# for the tests, and ffmpeg for web-test-stub.
+#
+# Set by the including Makefile (or the command line):
+#   STREAMBED_BIN          binary web-test starts (default bin/streambed)
+#   STREAMBED_TEST_ASSETS  packaged assets folder, passed as `serve --assets DIR`
+#   WEB_TEST_DEPS          more prerequisites of web-test, e.g. the binary and the assets
+# The Go binary embeds web/dist: make it depend on $(WEB_DIST).
+
+STREAMBED_BIN ?= bin/streambed
+STREAMBED_TEST_ASSETS ?=
+WEB_TEST_DEPS ?=
+WEB_URL ?= http://127.0.0.1:8080
+
+WEB_DIST := web/dist/index.html web/dist/app.js web/dist/app.css
+WEB_SRC := $(shell find web/src -type f 2>/dev/null)
+WEB_LOCK := $(wildcard web/package-lock.json)
+WEB_INSTALLED := web/node_modules/.installed
+
+.PHONY: web web-deps web-test web-test-stub web-typecheck web-screenshot web-clean
+
+web: $(WEB_DIST)
+
+$(WEB_INSTALLED): web/package.json $(WEB_LOCK)
+	@command -v npm >/dev/null || { echo "web: npm not found (make web-deps, or apt-get install nodejs npm)" >&2; exit 1; }
+	cd web && if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
+	@touch $@
+
+$(WEB_DIST) &: $(WEB_INSTALLED) web/build.mjs web/tsconfig.json $(WEB_SRC)
+	cd web && node_modules/.bin/tsc --noEmit -p . && node build.mjs
+
+web-typecheck: $(WEB_INSTALLED)
+	cd web && node_modules/.bin/tsc --noEmit -p .
+
+web-test: web $(WEB_TEST_DEPS)
+	STREAMBED_BIN='$(STREAMBED_BIN)' STREAMBED_TEST_ASSETS='$(STREAMBED_TEST_ASSETS)' node --test web/test/
+
+web-test-stub: web
+	node --test web/devtest/
+
+web-screenshot: web
+	@mkdir -p docs/screenshots
+	node web/scripts/screenshot.mjs '$(WEB_URL)' docs/screenshots/player.png 'stream=demo&live=1&player=dashjs' 20 1280x1040
+
+web-deps:
+	@missing=""; \
+	command -v node >/dev/null || missing="$$missing nodejs"; \
+	command -v npm >/dev/null || missing="$$missing npm"; \
+	[ -x "$${CHROMIUM_PATH:-/usr/bin/chromium}" ] || missing="$$missing chromium"; \
+	command -v ffmpeg >/dev/null || missing="$$missing ffmpeg"; \
+	if [ -n "$$missing" ]; then \
+	  echo "web-deps: installing$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+web-clean:
+	find web/dist -mindepth 1 ! -name README.txt -exec rm -rf {} +
