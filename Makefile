@@ -13,7 +13,7 @@ TEST_DEPS := chromium:chromium chromedriver:chromium-driver xmllint:libxml2-util
              wrk:wrk nghttp:nghttp2-client h2o:h2o aria2c:aria2 iperf3:iperf3 ip:iproute2 \
              iptables:iptables ping:iputils-ping
 
-.PHONY: run test build deps test-deps demo go-test lint bench bench-origin clean help
+.PHONY: run test build deps test-deps demo test-assets go-test lint bench bench-origin lab-smoke clean help
 .DEFAULT_GOAL := help
 
 help:
@@ -21,6 +21,10 @@ help:
 	@echo "make test    install test dependencies and run every test (Go, fuzz seeds, browser)"
 	@echo "make build   build web app and bin/streambed"
 	@echo "make bench-origin   wrk against streambed and nginx serving the same files"
+
+# The browser tests serve a short demo (live channel and asset "demo") from here.
+STREAMBED_TEST_ASSETS := $(CURDIR)/.cache/test-assets
+WEB_TEST_DEPS := build test-assets
 
 include web/web.mk
 
@@ -36,6 +40,9 @@ test-deps: deps
 build: deps web
 	$(GO) build -o $(BIN) ./cmd/streambed
 
+test-assets: build
+	$(BIN) package --synthetic 16s --ladder 180p:100k,360p:400k,540p:800k --audio-bitrate 64k --preset ultrafast --name demo -o $(STREAMBED_TEST_ASSETS)/demo
+
 demo: build
 	$(BIN) package --synthetic 40s --name demo -o $(ASSETS)/demo
 
@@ -50,7 +57,13 @@ lint:
 go-test:
 	$(GO) test -race -count=1 ./...
 
-test: test-deps build lint go-test web-test
+# The lab end to end: packages a small clip, builds an emulated network (needs root),
+# plays it over HTTP/1.1 and h2c at two RTTs; fails if any run fails.
+lab-smoke: build
+	$(BIN) lab run experiments/smoke.yaml --out .cache/lab-smoke
+	@test -s .cache/lab-smoke/report.html
+
+test: test-deps build lint go-test web-test lab-smoke
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/server/ ./internal/manifest/...

@@ -49,49 +49,62 @@ NGX
 nginx -c "$work/nginx.conf" -e "$work/nginx-error.log"
 mkdir -p "$work/assets" && ln -s "$ASSET" "$work/assets/$NAME"
 "$BIN" serve --http 127.0.0.1:$SB_PORT --https "" --assets "$work/assets" --no-demo --channel "x=$NAME" --log-level warn > "$work/sb.log" 2>&1 &
+SB_PID=$!
 for i in $(seq 50); do curl -sf "http://127.0.0.1:$SB_PORT/api/streams" >/dev/null && break; sleep 0.2; done
 curl -sf "http://127.0.0.1:$SB_PORT$(head -1 "$work/urls")" -o /dev/null || { echo "streambed did not start:"; cat "$work/sb.log"; exit 1; }
 curl -sf "http://127.0.0.1:$NGX_PORT$(head -1 "$work/urls")" -o /dev/null || { echo "nginx did not start:"; cat "$work/nginx-error.log"; exit 1; }
 
-# run_wrk PORT CONNS → "req/s Gbit/s"
+# cpu_ticks PID... → user+system clock ticks of those processes and their threads.
+cpu_ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14+$15}' "/proc/$p/stat"))); done; echo "$t"; }
+server_pids() { if [ "$1" = sb ]; then echo "$SB_PID"; else echo "$(cat "$work/nginx.pid") $(pgrep -P "$(cat "$work/nginx.pid")" | tr '\n' ' ')"; fi; }
+
+# run_wrk WHO PORT CONNS → "req/s Gbit/s server-CPU-µs-per-request"
 run_wrk() {
-  URLS_FILE="$work/urls" wrk -t2 -c"$2" -d"${DUR}s" --timeout 10s -s bench/segments.lua "http://127.0.0.1:$1" > "$work/wrk.out" 2>&1
-  local rps bytes_s
+  local pids before after
+  pids=$(server_pids "$1"); before=$(cpu_ticks $pids)
+  URLS_FILE="$work/urls" wrk -t2 -c"$3" -d"${DUR}s" --timeout 10s -s bench/segments.lua "http://127.0.0.1:$2" > "$work/wrk.out" 2>&1
+  after=$(cpu_ticks $pids)
+  local rps bytes_s reqs
   rps=$(awk '/^Requests\/sec/ {print $2}' "$work/wrk.out")
+  reqs=$(awk '/requests in/ {print $1}' "$work/wrk.out")
   bytes_s=$(awk '/^Transfer\/sec/ {v=$2; u=substr(v,length(v)-1); n=v+0; m=(u=="GB")?1e9:(u=="MB")?1e6:(u=="KB")?1e3:1; print n*m}' "$work/wrk.out")
-  awk -v r="$rps" -v b="$bytes_s" 'BEGIN {printf "%.0f %.3f\n", r, b*8/1e9}'
+  awk -v r="$rps" -v b="$bytes_s" -v n="$reqs" -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" \
+    'BEGIN {printf "%.0f %.3f %.1f\n", r, b*8/1e9, (n>0)?t*1e6/hz/n:0}'
 }
 # median_spread "v1 v2 v3" → "median (min–max)"
-median() { tr ' ' '\n' | sort -g | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%s %s %s", m, a[1], a[NR]}'; }
+median() { tr ' ' '\n' | sort -g | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%s %s %s\n", m, a[1], a[NR]}'; }
 
 rows=()
 for c in $CONNS; do
-  sb_r=(); sb_g=(); ng_r=(); ng_g=()
+  sb_r=(); sb_g=(); ng_r=(); ng_g=(); sb_c=(); ng_c=()
   for rep in $(seq "$REPS"); do
     # Alternate the order so neither server always runs on a warmer machine.
     if (( rep % 2 )); then order="sb ngx"; else order="ngx sb"; fi
     for who in $order; do
       port=$SB_PORT; [ "$who" = ngx ] && port=$NGX_PORT
-      read -r r g < <(run_wrk "$port" "$c")
-      if [ "$who" = sb ]; then sb_r+=("$r"); sb_g+=("$g"); else ng_r+=("$r"); ng_g+=("$g"); fi
-      printf '\r  c=%-5s run %d/%d %-4s %8s req/s %6s Gbit/s   ' "$c" "$rep" "$REPS" "$who" "$r" "$g" >&2
+      read -r r g cpu < <(run_wrk "$who" "$port" "$c")
+      if [ "$who" = sb ]; then sb_r+=("$r"); sb_g+=("$g"); sb_c+=("$cpu"); else ng_r+=("$r"); ng_g+=("$g"); ng_c+=("$cpu"); fi
+      printf '\r  c=%-5s run %d/%d %-4s %8s req/s %6s Gbit/s %6s µs CPU/req   ' "$c" "$rep" "$REPS" "$who" "$r" "$g" "$cpu" >&2
     done
   done
   read -r sbm sbmin sbmax < <(echo "${sb_r[*]}" | median)
   read -r ngm ngmin ngmax < <(echo "${ng_r[*]}" | median)
   read -r sbg _ _ < <(echo "${sb_g[*]}" | median)
   read -r ngg _ _ < <(echo "${ng_g[*]}" | median)
+  read -r sbc sbcmin sbcmax < <(echo "${sb_c[*]}" | median)
+  read -r ngc ngcmin ngcmax < <(echo "${ng_c[*]}" | median)
   ratio=$(awk -v a="$sbm" -v b="$ngm" 'BEGIN {printf "%.2f", (b>0)?a/b:0}')
-  rows+=("| $c | $sbm ($sbmin–$sbmax) | $sbg | $ngm ($ngmin–$ngmax) | $ngg | **$ratio** |")
+  cratio=$(awk -v a="$sbc" -v b="$ngc" 'BEGIN {printf "%.2f", (a>0)?b/a:0}')
+  rows+=("| $c | $sbm ($sbmin–$sbmax) | $sbg | $ngm ($ngmin–$ngmax) | $ngg | **$ratio** | $sbc ($sbcmin–$sbcmax) | $ngc ($ngcmin–$ngcmax) | **$cratio** |")
 done
 echo >&2
 
-table=$(printf '%s\n' "| connections | Streambed req/s (min–max) | Streambed Gbit/s | nginx req/s (min–max) | nginx Gbit/s | Streambed ÷ nginx |" "|---|---|---|---|---|---|" "${rows[@]}")
+table=$(printf '%s\n' "| connections | Streambed req/s (min–max) | Streambed Gbit/s | nginx req/s (min–max) | nginx Gbit/s | req/s Streambed ÷ nginx | Streambed CPU µs/req | nginx CPU µs/req | efficiency Streambed ÷ nginx |" "|---|---|---|---|---|---|---|---|---|" "${rows[@]}")
 echo "$table"
 if [ -n "$OUT" ]; then
   mkdir -p "$(dirname "$OUT")"
   if [ ! -f "$OUT" ]; then
-    printf '# Origin throughput: Streambed vs nginx\n\nSegment serving on loopback, measured by `make bench-origin`. Each section is one run, newest last.\nThe goal is Streambed ÷ nginx ≥ 1. wrk shares the 2 cores with the server, so absolute numbers are low and noisy; compare ratios within a run.\n\n' > "$OUT"
+    printf '# Origin throughput: Streambed vs nginx\n\nSegment serving on loopback, measured by `make bench-origin`. Each section is one run, newest last.\nThe goal is Streambed ÷ nginx ≥ 1. wrk shares the 2 cores with the server, so absolute numbers are low and noisy; compare ratios within a run.\nServer CPU µs per request (user+system time of the server processes over the requests wrk counted) is steadier than req/s when other work shares the machine; efficiency = nginx µs ÷ Streambed µs, so > 1 means Streambed spends less CPU per segment.\n\n' > "$OUT"
   fi
   {
     echo "## $(date -u +%Y-%m-%dT%H:%MZ) — $(nproc) cores, ${DUR}s × $REPS runs per cell, medians"

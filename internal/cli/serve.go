@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -40,6 +41,7 @@ func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		noDemo     = fs.Bool("no-demo", false, "do not package the demo asset when it is missing")
 		logFormat  = fs.String("log-format", def.Log.Format, "log format: text or json")
 		logLevel   = fs.String("log-level", def.Log.Level, "log level: debug, info, warn, error")
+		cpuProfile = fs.String("cpuprofile", "", "write a Go CPU profile to `file` until the server stops (for performance work)")
 		channels   channelFlags
 	)
 	fs.Var(&channels, "channel", "live channel `NAME=ASSET[,dvr=60s][,chunk=40ms][,delay=4s]` looping a packaged asset (repeatable; replaces the demo channel)")
@@ -119,6 +121,13 @@ Flags:
 	if err != nil {
 		return err
 	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	srv := server.New(cfg, h, log, nil)
 	if err := attachTransports(ctx, srv, cfg, log); err != nil {
 		return err
@@ -132,6 +141,19 @@ Flags:
 	err = srv.Serve(ctx, ls)
 	log.Info("stopped")
 	return err
+}
+
+// startCPUProfile profiles until the returned stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpuprofile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func addrOf(l net.Listener) string {

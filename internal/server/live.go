@@ -187,7 +187,7 @@ func (s *Server) handleLiveTrack(w http.ResponseWriter, r *http.Request) {
 	}
 	h := w.Header()
 	h.Set("Content-Type", contentType(file, t.Kind))
-	h.Set("Cache-Control", s.segmentCacheControl())
+	h.Set("Cache-Control", s.segmentCache)
 	h.Set("ETag", fmt.Sprintf(`"%s-%x-%x-%x"`, track, seg.Number, seg.Start, seg.Len()))
 	http.ServeContent(w, r, "", c.Timeline().Availability(seg.Number), newChunkReader(seg.Chunks))
 }

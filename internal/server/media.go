@@ -182,9 +182,24 @@ func (s *Server) handleVODTrack(w http.ResponseWriter, r *http.Request) {
 	s.serveFile(w, r, path, t.Kind)
 }
 
-// serveFile serves a segment file: ranges, HEAD and conditional requests by
-// http.ServeContent, and sendfile on plain HTTP/1.1.
+// serveFile serves a segment file from memory when the cache holds it, else from disk:
+// ranges, HEAD and conditional requests by http.ServeContent, sendfile on plain HTTP/1.1.
 func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, path string, kind media.Kind) {
+	h := w.Header()
+	if cf, ok := s.files.Get(path); ok {
+		h["Content-Type"] = contentTypeValues[kind == media.Audio]
+		h["Cache-Control"] = []string{s.segmentCache}
+		h["Etag"] = []string{cf.ETag}
+		if isPlainGet(r) {
+			// The common case, a whole segment: one write, no seeking or sniffing.
+			h["Last-Modified"] = []string{time.Unix(cf.ModUnix, 0).UTC().Format(http.TimeFormat)}
+			h["Content-Length"] = []string{strconv.Itoa(len(cf.Data))}
+			_, _ = w.Write(cf.Data)
+			return
+		}
+		http.ServeContent(w, r, "", time.Unix(cf.ModUnix, 0), bytes.NewReader(cf.Data))
+		return
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		writeError(w, fmt.Errorf("segment file: %w", media.ErrNotFound))
@@ -196,22 +211,34 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, path string, 
 		writeError(w, err)
 		return
 	}
-	h := w.Header()
 	h.Set("Content-Type", contentType(path, kind))
-	h.Set("Cache-Control", s.segmentCacheControl())
+	h.Set("Cache-Control", s.segmentCache)
 	h.Set("ETag", fmt.Sprintf(`"%x-%x"`, fi.ModTime().Unix(), fi.Size()))
 	http.ServeContent(w, r, "", fi.ModTime(), f)
 }
 
-func (s *Server) segmentCacheControl() string {
-	return fmt.Sprintf("public, max-age=%d, immutable", int(s.cfg.Cache.SegmentMaxAge.Seconds()))
+// contentTypeValues are the segment Content-Type header values (audio: true), shared
+// rather than allocated per request.
+var contentTypeValues = map[bool][]string{false: {"video/mp4"}, true: {"audio/mp4"}}
+
+// isPlainGet reports a GET for a whole resource with no condition: the fast path.
+func isPlainGet(r *http.Request) bool {
+	if r.Method != http.MethodGet {
+		return false
+	}
+	for _, k := range []string{"Range", "If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range"} {
+		if _, ok := r.Header[k]; ok {
+			return false
+		}
+	}
+	return true
 }
 
 // serveBytes serves an in-memory init segment.
 func (s *Server) serveBytes(w http.ResponseWriter, r *http.Request, b []byte, kind media.Kind, tag string, mod time.Time) {
 	h := w.Header()
 	h.Set("Content-Type", contentType("", kind))
-	h.Set("Cache-Control", s.segmentCacheControl())
+	h.Set("Cache-Control", s.segmentCache)
 	sum := fnv.New64a()
 	_, _ = sum.Write([]byte(tag))
 	_, _ = sum.Write(b)

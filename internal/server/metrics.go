@@ -26,9 +26,20 @@ type metrics struct {
 	bytesOut *prometheus.CounterVec
 	conns    prometheus.Gauge
 
-	mu      sync.Mutex
-	viewers map[string]map[string]time.Time // "live/demo" → client address → last request
+	perKind map[string]*kindMetrics // read-only after newMetrics: label handles per kind
+
+	mu      sync.RWMutex
+	viewers map[string]map[string]time.Time // "live/demo" → client host → last request
 }
+
+// kindMetrics caches the label handles of one kind, so a request costs no label hashing.
+type kindMetrics struct {
+	bytes    prometheus.Counter
+	byStatus sync.Map // int status → prometheus.Counter
+}
+
+// kinds are every value kindOf returns.
+var kinds = []string{"manifest", "init", "segment", "api", "time", "metrics", "page"}
 
 func newMetrics(h *hub.Hub) *metrics {
 	m := &metrics{
@@ -43,6 +54,10 @@ func newMetrics(h *hub.Hub) *metrics {
 			Name: "streambed_http_open_connections", Help: "Client connections currently open.",
 		}),
 		viewers: map[string]map[string]time.Time{},
+		perKind: map[string]*kindMetrics{},
+	}
+	for _, k := range kinds {
+		m.perKind[k] = &kindMetrics{bytes: m.bytesOut.WithLabelValues(k)}
 	}
 	m.reg.MustRegister(m.requests, m.bytesOut, m.conns, m,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -122,19 +137,43 @@ func (m *metrics) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
-		kind := kindOf(r.URL.Path)
-		m.requests.WithLabelValues(kind, strconv.Itoa(rec.status)).Inc()
-		m.bytesOut.WithLabelValues(kind).Add(float64(rec.bytes))
-		if st := streamOf(r.URL.Path); st != "" && rec.status < 400 {
-			host, _, _ := net.SplitHostPort(r.RemoteAddr)
-			m.mu.Lock()
-			if m.viewers[st] == nil {
-				m.viewers[st] = map[string]time.Time{}
-			}
-			m.viewers[st][host+"|"+r.UserAgent()] = time.Now()
-			m.mu.Unlock()
+		km := m.perKind[kindOf(r.URL.Path)]
+		c, ok := km.byStatus.Load(rec.status)
+		if !ok {
+			c, _ = km.byStatus.LoadOrStore(rec.status, m.requests.WithLabelValues(kindOf(r.URL.Path), strconv.Itoa(rec.status)))
+		}
+		c.(prometheus.Counter).Inc()
+		km.bytes.Add(float64(rec.bytes))
+		if rec.status < 400 {
+			m.sawViewer(r)
 		}
 	})
+}
+
+// sawViewer notes that the request's client watches the stream in its path. The write
+// lock is taken at most about once a second per client and stream.
+func (m *metrics) sawViewer(r *http.Request) {
+	st := streamOf(r.URL.Path)
+	if st == "" {
+		return
+	}
+	host := r.RemoteAddr // "1.2.3.4:5678" or "[::1]:5678": drop the port, keep no copy
+	if i := strings.LastIndexByte(host, ':'); i > 0 {
+		host = host[:i]
+	}
+	now := time.Now()
+	m.mu.RLock()
+	last, ok := m.viewers[st][host]
+	m.mu.RUnlock()
+	if ok && now.Sub(last) < time.Second {
+		return
+	}
+	m.mu.Lock()
+	if m.viewers[st] == nil {
+		m.viewers[st] = map[string]time.Time{}
+	}
+	m.viewers[st][host] = now
+	m.mu.Unlock()
 }
 
 // recorder notes the status and body bytes of a response. It keeps the fast paths of

@@ -31,6 +31,9 @@ type Server struct {
 	manifests sync.Map // cache key → []byte of rendered manifests (see manifestCache)
 
 	middleware []func(http.Handler) http.Handler // transports that wrap the origin (e.g. HTTP/2 push)
+
+	files        *hub.SegmentCache // packaged segment files held in memory
+	segmentCache string            // Cache-Control of segments and inits, formatted once
 }
 
 // New returns a server for h. clock may be nil (time.Now).
@@ -38,7 +41,10 @@ func New(cfg Config, h *hub.Hub, log *slog.Logger, clock func() time.Time) *Serv
 	if clock == nil {
 		clock = time.Now
 	}
-	s := &Server{cfg: cfg, hub: h, log: log, metrics: newMetrics(h), mux: http.NewServeMux(), clock: clock}
+	s := &Server{cfg: cfg, hub: h, log: log, metrics: newMetrics(h), mux: http.NewServeMux(), clock: clock,
+		files:        hub.NewSegmentCache(cfg.Cache.MemoryMB << 20),
+		segmentCache: fmt.Sprintf("public, max-age=%d, immutable", int(cfg.Cache.SegmentMaxAge.Seconds())),
+	}
 	s.routes()
 	return s
 }
