@@ -5,52 +5,92 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
-// SegmentCache keeps packaged segment files in memory up to a byte budget, shared by
-// every asset of a hub. Segments of a packaged asset never change, so there is nothing
-// to invalidate; segments beyond the budget are served from disk. Holding them saves
-// the open/fstat/close of every request, the way nginx's open_file_cache does.
-type SegmentCache struct {
-	budget int64
-	used   atomic.Int64
-	m      sync.Map // path → *CachedFile
+// FileCache keeps packaged segment files open, the way nginx's open_file_cache does:
+// a request borrows an open descriptor, sends it with sendfile from the page cache
+// and returns it, with no open, fstat or close of its own. Segments of a packaged
+// asset never change, so there is nothing to invalidate. A descriptor serves one
+// request at a time (sendfile moves its offset); a file keeps up to perFile of them.
+type FileCache struct {
+	maxOpen int64 // descriptors the cache may hold in all
+	open    atomic.Int64
+	m       sync.Map // path → *CachedFile
 }
 
-// CachedFile is a segment file's bytes with the validators HTTP needs.
+// perFile is how many idle descriptors a file keeps for concurrent requests.
+const perFile = 8
+
+// CachedFile is an open segment file with the validators HTTP needs.
 type CachedFile struct {
-	Data    []byte
-	ModUnix int64
+	Path    string
+	Size    int64
+	ModTime time.Time
 	ETag    string
+	idle    chan *os.File
+	cache   *FileCache
 }
 
-// NewSegmentCache returns a cache that holds at most budget bytes (0 disables it).
-func NewSegmentCache(budget int64) *SegmentCache { return &SegmentCache{budget: budget} }
+// NewFileCache returns a cache that holds at most maxOpen descriptors (0 disables it).
+func NewFileCache(maxOpen int) *FileCache { return &FileCache{maxOpen: int64(maxOpen)} }
 
-// Get returns the cached file at path, loading it if the budget allows; ok is false
-// when the file is to be served from disk.
-func (c *SegmentCache) Get(path string) (*CachedFile, bool) {
-	if c == nil || c.budget <= 0 {
-		return nil, false
-	}
-	if v, ok := c.m.Load(path); ok {
-		return v.(*CachedFile), true
+// Get returns the file at path with its validators, loading them once.
+func (c *FileCache) Get(path string) (*CachedFile, error) {
+	if c != nil {
+		if v, ok := c.m.Load(path); ok {
+			return v.(*CachedFile), nil
+		}
 	}
 	fi, err := os.Stat(path)
-	if err != nil || c.used.Load()+fi.Size() > c.budget {
-		return nil, false
+	if err != nil {
+		return nil, err
 	}
-	b, err := os.ReadFile(path)
-	if err != nil || int64(len(b)) != fi.Size() {
-		return nil, false
+	f := &CachedFile{Path: path, Size: fi.Size(), ModTime: fi.ModTime(),
+		ETag: fmt.Sprintf(`"%x-%x"`, fi.ModTime().Unix(), fi.Size()), idle: make(chan *os.File, perFile), cache: c}
+	if c == nil {
+		return f, nil
 	}
-	f := &CachedFile{Data: b, ModUnix: fi.ModTime().Unix(), ETag: fmt.Sprintf(`"%x-%x"`, fi.ModTime().Unix(), fi.Size())}
-	if v, loaded := c.m.LoadOrStore(path, f); loaded {
-		return v.(*CachedFile), true
-	}
-	c.used.Add(int64(len(b)))
-	return f, true
+	v, _ := c.m.LoadOrStore(path, f)
+	return v.(*CachedFile), nil
 }
 
-// Used is how many bytes the cache holds.
-func (c *SegmentCache) Used() int64 { return c.used.Load() }
+// Open borrows a descriptor positioned at the start; give it back with Release.
+func (f *CachedFile) Open() (*os.File, error) {
+	select {
+	case fd := <-f.idle:
+		if _, err := fd.Seek(0, 0); err == nil {
+			return fd, nil
+		}
+		f.drop(fd)
+	default:
+	}
+	fd, err := os.Open(f.Path)
+	if err == nil && f.cache != nil {
+		f.cache.open.Add(1)
+	}
+	return fd, err
+}
+
+// Release returns a borrowed descriptor, or closes it when the file or the cache
+// holds enough already.
+func (f *CachedFile) Release(fd *os.File) {
+	if f.cache != nil && f.cache.open.Load() <= f.cache.maxOpen {
+		select {
+		case f.idle <- fd:
+			return
+		default:
+		}
+	}
+	f.drop(fd)
+}
+
+func (f *CachedFile) drop(fd *os.File) {
+	fd.Close()
+	if f.cache != nil {
+		f.cache.open.Add(-1)
+	}
+}
+
+// Open counts the descriptors the cache holds, idle or borrowed.
+func (c *FileCache) Open() int64 { return c.open.Load() }

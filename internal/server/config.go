@@ -52,9 +52,9 @@ type CacheConfig struct {
 	SegmentMaxAge      time.Duration `yaml:"segment_max_age"`       // immutable segments and inits
 	VODManifestMaxAge  time.Duration `yaml:"vod_manifest_max_age"`  // on-demand MPD and playlists
 	LiveManifestMaxAge time.Duration `yaml:"live_manifest_max_age"` // 0: half a segment duration
-	// MemoryMB keeps packaged segment files in memory up to this size (0: always read
-	// from disk). Saves a file open per request.
-	MemoryMB int64 `yaml:"memory_mb"`
+	// OpenFiles keeps up to this many segment file descriptors open for reuse (0: open
+	// and close a file per request), like nginx's open_file_cache.
+	OpenFiles int `yaml:"open_files"`
 }
 
 // LogConfig selects the log format and level.
@@ -86,7 +86,7 @@ func DefaultConfig() Config {
 		Channels: []ChannelConfig{{
 			Name: "demo", Loop: "demo", DVRWindow: 60 * time.Second,
 		}},
-		Cache: CacheConfig{SegmentMaxAge: 365 * 24 * time.Hour, VODManifestMaxAge: time.Minute, MemoryMB: 512},
+		Cache: CacheConfig{SegmentMaxAge: 365 * 24 * time.Hour, VODManifestMaxAge: time.Minute, OpenFiles: 4096},
 		Log:   LogConfig{Format: "text", Level: "info"},
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"hash/fnv"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -182,39 +181,34 @@ func (s *Server) handleVODTrack(w http.ResponseWriter, r *http.Request) {
 	s.serveFile(w, r, path, t.Kind)
 }
 
-// serveFile serves a segment file from memory when the cache holds it, else from disk:
-// ranges, HEAD and conditional requests by http.ServeContent, sendfile on plain HTTP/1.1.
+// serveFile serves a packaged segment file: a whole file with one sendfile from a
+// borrowed open descriptor; ranges, HEAD and conditional requests by http.ServeContent.
 func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, path string, kind media.Kind) {
-	h := w.Header()
-	if cf, ok := s.files.Get(path); ok {
-		h["Content-Type"] = contentTypeValues[kind == media.Audio]
-		h["Cache-Control"] = []string{s.segmentCache}
-		h["Etag"] = []string{cf.ETag}
-		if isPlainGet(r) {
-			// The common case, a whole segment: one write, no seeking or sniffing.
-			h["Last-Modified"] = []string{time.Unix(cf.ModUnix, 0).UTC().Format(http.TimeFormat)}
-			h["Content-Length"] = []string{strconv.Itoa(len(cf.Data))}
-			_, _ = w.Write(cf.Data)
-			return
-		}
-		http.ServeContent(w, r, "", time.Unix(cf.ModUnix, 0), bytes.NewReader(cf.Data))
-		return
-	}
-	f, err := os.Open(path)
+	cf, err := s.files.Get(path)
 	if err != nil {
 		writeError(w, fmt.Errorf("segment file: %w", media.ErrNotFound))
 		return
 	}
-	defer f.Close()
-	fi, err := f.Stat()
+	fd, err := cf.Open()
 	if err != nil {
-		writeError(w, err)
+		writeError(w, fmt.Errorf("segment file: %w", media.ErrNotFound))
 		return
 	}
-	h.Set("Content-Type", contentType(path, kind))
-	h.Set("Cache-Control", s.segmentCache)
-	h.Set("ETag", fmt.Sprintf(`"%x-%x"`, fi.ModTime().Unix(), fi.Size()))
-	http.ServeContent(w, r, "", fi.ModTime(), f)
+	defer cf.Release(fd)
+	h := w.Header()
+	h["Content-Type"] = contentTypeValues[kind == media.Audio]
+	h["Cache-Control"] = []string{s.segmentCache}
+	h["Etag"] = []string{cf.ETag}
+	if isPlainGet(r) {
+		// The common case, a whole segment: no seeking, sniffing or range parsing.
+		h["Last-Modified"] = []string{cf.ModTime.UTC().Format(http.TimeFormat)}
+		h["Content-Length"] = []string{strconv.FormatInt(cf.Size, 10)}
+		// CopyN hands the connection an io.LimitedReader of an *os.File, which it sends
+		// with sendfile; io.Copy would go through File.WriteTo and copy in user space.
+		_, _ = io.CopyN(w, fd, cf.Size)
+		return
+	}
+	http.ServeContent(w, r, "", cf.ModTime, fd)
 }
 
 // contentTypeValues are the segment Content-Type header values (audio: true), shared

@@ -200,9 +200,17 @@ func (r *recorder) Write(b []byte) (int, error) {
 	return n, err
 }
 
+// ReadFrom passes src straight to the inner writer's ReadFrom, so an io.LimitedReader
+// of a file reaches the connection and goes out with sendfile.
 func (r *recorder) ReadFrom(src io.Reader) (int64, error) {
 	r.wroteHeader = true
-	n, err := io.Copy(r.ResponseWriter, src) // uses the inner ReadFrom: sendfile
+	var n int64
+	var err error
+	if rf, ok := r.ResponseWriter.(io.ReaderFrom); ok {
+		n, err = rf.ReadFrom(src)
+	} else {
+		n, err = io.Copy(struct{ io.Writer }{r.ResponseWriter}, src)
+	}
 	r.bytes += n
 	return n, err
 }

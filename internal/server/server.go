@@ -32,8 +32,8 @@ type Server struct {
 
 	middleware []func(http.Handler) http.Handler // transports that wrap the origin (e.g. HTTP/2 push)
 
-	files        *hub.SegmentCache // packaged segment files held in memory
-	segmentCache string            // Cache-Control of segments and inits, formatted once
+	files        *hub.FileCache // packaged segment files kept open for sendfile
+	segmentCache string         // Cache-Control of segments and inits, formatted once
 }
 
 // New returns a server for h. clock may be nil (time.Now).
@@ -42,7 +42,7 @@ func New(cfg Config, h *hub.Hub, log *slog.Logger, clock func() time.Time) *Serv
 		clock = time.Now
 	}
 	s := &Server{cfg: cfg, hub: h, log: log, metrics: newMetrics(h), mux: http.NewServeMux(), clock: clock,
-		files:        hub.NewSegmentCache(cfg.Cache.MemoryMB << 20),
+		files:        hub.NewFileCache(cfg.Cache.OpenFiles),
 		segmentCache: fmt.Sprintf("public, max-age=%d, immutable", int(cfg.Cache.SegmentMaxAge.Seconds())),
 	}
 	s.routes()
