@@ -72,6 +72,7 @@ func Play(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	var (
 		transport   = fs.String("transport", "", "http1, h2 or h2c (default: h2 for https, http1 for http)")
+		sequential  = fs.Bool("sequential", false, "one request at a time for the whole player (default: audio and video download concurrently, one request each, as dash.js)")
 		duration    = fs.Duration("duration", 0, "stop after this much session time (0: to the end; live: until interrupted)")
 		asJSON      = fs.Bool("json", false, "print the report as one JSON object on stdout")
 		abrSpec     = fs.String("abr", "throughput", "ABR rule: throughput, bba, bola or fixed:TRACKID")
@@ -139,7 +140,7 @@ func Play(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	p, err := player.New(player.Config{
 		URL: u.String(), Fetcher: client.Fetcher, Load: load, ABR: rule,
 		Duration: *duration, MaxBuffer: *maxBuffer, StartupBuffer: *startBuffer, ResumeBuffer: *startBuffer,
-		LiveDelay: *liveDelay, SampleInterval: *sampleEvery, RequestTimeout: *reqTimeout,
+		LiveDelay: *liveDelay, SampleInterval: *sampleEvery, RequestTimeout: *reqTimeout, Sequential: *sequential,
 		Transport: client.Name, LinkRate: rate, Logger: logger,
 	})
 	if err != nil {

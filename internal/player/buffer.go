@@ -43,6 +43,15 @@ type stream struct {
 	queue   []bufSeg
 	inited  map[string]bool // representation IDs whose init segment was fetched
 	done    bool            // no more segments (end of an on-demand presentation)
+
+	// Scheduling: this stream's own schedule controller, as in dash.js. Only the
+	// scheduler goroutine reads and writes these (see schedule.go).
+	op       *op       // the request in flight for this stream; at most one
+	next     *plan     // the segment chosen and not yet in the buffer
+	wakeAt   time.Time // plan nothing before then (zero: now)
+	onEvent  bool      // plan nothing before a download completes (full buffer while stalled)
+	onReload bool      // plan nothing before the manifest reload in flight completes
+	errRun   int       // consecutive failed requests
 }
 
 func (s *stream) level(playhead time.Duration) time.Duration {

@@ -7,8 +7,14 @@
 // through a ManifestLoader (packages dash and hls). Time comes from a Clock, so a
 // session under SimClock is deterministic. The player downloads and never decodes.
 //
-// One request is in flight at a time: the player fetches the next segment of the
-// adaptation set whose buffer ends earliest (video and audio alternate).
+// Downloads are concurrent by default, as in dash.js (one ScheduleController per media
+// type): each adaptation set being played (video, audio) is scheduled on its own, with
+// at most one request in flight per set, so audio and video segments download at the
+// same time — over HTTP/1.1 on separate connections, over HTTP/2 multiplexed on one —
+// and a manifest reload may run beside them. Config.Sequential restores one request at
+// a time for the whole player: the next segment of the adaptation set whose buffer ends
+// earliest (video and audio alternate), as a simple player or an older study would.
+// Either way one goroutine (the scheduler) owns the playback model; see schedule.go.
 package player
 
 import (
@@ -52,6 +58,10 @@ type Config struct {
 	// PushWait is how long to wait for a pushed segment before requesting it, when the
 	// Fetcher is also a Receiver (0: do not wait, only use what already arrived).
 	PushWait time.Duration
+	// Sequential downloads one segment at a time for the whole player (the adaptation
+	// set whose buffer ends earliest next) instead of one at a time per adaptation set
+	// concurrently (the default, as dash.js does). For comparisons.
+	Sequential bool
 
 	// For the report.
 	Transport string
@@ -93,7 +103,20 @@ type Player struct {
 	liveDelay  time.Duration
 	pending    []Delivery
 	deliveries <-chan Delivery
-	errRun     int // consecutive failures
+
+	// The scheduler (schedule.go). Its goroutine sets these up and alone reads and
+	// writes them, except that request goroutines run under opCtx and ops and post to
+	// results.
+	sim      simDriver          // the clock, when it is a SimClock the scheduler drives
+	opCtx    context.Context    // parent of every request in flight
+	stopOps  context.CancelFunc // cancels them at the end of the session
+	ops      sync.WaitGroup     // goroutines of requests in flight
+	results  chan *op           // requests completed, in the order they completed
+	inbox    []*op              // completed, not yet handled
+	reloadOp *op                // the manifest reload in flight
+	// errRun counts failures in a row: of manifest reloads, or under Config.Sequential
+	// of any request. A media segment that arrives resets it.
+	errRun int
 }
 
 // New checks cfg and builds a player.
@@ -227,38 +250,6 @@ func (p *Player) Run(ctx context.Context) (qoe.Report, error) {
 	return rep, err
 }
 
-func (p *Player) run(ctx context.Context) error {
-	if err := p.load(ctx); err != nil {
-		return err
-	}
-	if p.live {
-		p.syncClock(ctx)
-	}
-	p.mu.Lock()
-	err := p.setup()
-	p.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	for {
-		if err := p.checkEnd(ctx); err != nil {
-			return err
-		}
-		p.drainDeliveries()
-		if p.live && p.manifest.MinimumUpdatePeriod > 0 && p.clock.Now().Sub(p.lastLoad) >= p.manifest.MinimumUpdatePeriod {
-			if err := p.reload(ctx); err != nil {
-				if err := p.failed(ctx, "manifest", err); err != nil {
-					return err
-				}
-				continue
-			}
-		}
-		if err := p.stepOnce(ctx); err != nil {
-			return err
-		}
-	}
-}
-
 // checkEnd advances the model to now and says whether the session is over.
 func (p *Player) checkEnd(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
@@ -276,198 +267,6 @@ func (p *Player) checkEnd(ctx context.Context) error {
 		return errStop("ended")
 	}
 	return nil
-}
-
-// stepOnce does the next thing: request a segment, or wait.
-func (p *Player) stepOnce(ctx context.Context) error {
-	p.mu.Lock()
-	s := p.nextStream()
-	if s == nil {
-		// Everything is downloaded: play out what is buffered.
-		lvl := p.minLevel()
-		if p.state != statePlaying {
-			if lvl > 0 {
-				p.appended(p.clock.Now()) // shorter than the start-up threshold
-			} else {
-				p.state, p.endedAt = stateEnded, p.clock.Now() // nothing to play at all
-			}
-		}
-		p.mu.Unlock()
-		return p.waitUntil(ctx, p.clock.Now().Add(max(lvl, time.Millisecond)))
-	}
-	lvl := s.level(p.playhead)
-	p.mu.Unlock()
-	if lvl >= p.cfg.MaxBuffer {
-		return p.waitUntil(ctx, p.clock.Now().Add(lvl-p.cfg.MaxBuffer+time.Millisecond))
-	}
-
-	rep := p.choose(s, lvl)
-	seg, ok := rep.Index.Next(s.end)
-	if !ok {
-		return p.noNextSegment(ctx, s)
-	}
-	if p.live {
-		now := p.serverNow()
-		if tsbd := p.manifest.TimeShiftBufferDepth; tsbd > 0 && !seg.AvailableAt.IsZero() && seg.AvailableAt.Add(tsbd).Before(now) {
-			p.log.Info("fell out of the DVR window; rejoining the live edge", "segment", seg.Number)
-			p.mu.Lock()
-			p.rejoin()
-			p.mu.Unlock()
-			return nil
-		}
-		// Ask a little after the segment is due, by the error the clock offset may have,
-		// so a request does not reach the origin a millisecond early and bounce.
-		if due := seg.AvailableAt.Add(p.clockSlack + 2*time.Millisecond); !seg.AvailableAt.IsZero() && due.After(now) {
-			return p.waitUntil(ctx, due.Add(-p.clockOffset))
-		}
-	}
-	if rep.InitURL != "" && !s.inited[rep.ID] {
-		// Init segments are fetched when a representation is first chosen and kept
-		// (like dash.js), so switching back costs no second request.
-		if _, err := p.fetch(ctx, SegmentRequest{Kind: RequestInit, URL: rep.InitURL, TrackID: rep.ID}); err != nil {
-			return p.failed(ctx, "init "+rep.ID, err)
-		}
-		s.inited[rep.ID] = true
-	}
-	req := SegmentRequest{Kind: RequestMedia, URL: seg.URL, TrackID: rep.ID, Number: seg.Number, Time: seg.Time}
-	got, resp, err := p.fetchMedia(ctx, s, rep, req)
-	if err != nil {
-		if p.live && errors.Is(err, media.ErrGone) {
-			p.rec.Error()
-			p.mu.Lock()
-			p.rejoin()
-			p.mu.Unlock()
-			return nil
-		}
-		return p.failed(ctx, "segment "+seg.URL, err)
-	}
-	p.errRun = 0
-	if got != rep {
-		// A push transport delivered another rendition of this segment.
-		if g, ok := got.Index.Next(s.end); ok {
-			seg = g
-		}
-	}
-	now := p.clock.Now()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.est.Add(resp.PayloadBytes, resp.Duration())
-	if !p.deadline.IsZero() && now.After(p.deadline) {
-		return nil // completed after the end of the session: not played
-	}
-	p.advance(now)
-	if seg.End() <= s.end {
-		return nil // a duplicate
-	}
-	s.queue = append(s.queue, bufSeg{start: seg.Start, end: seg.End(), rep: got})
-	s.end = seg.End()
-	if idx := indexOf(s.set, got); idx >= 0 {
-		s.current = idx
-	}
-	p.appended(now)
-	return nil
-}
-
-// nextStream is the stream whose buffer ends earliest among those with more to fetch.
-func (p *Player) nextStream() *stream {
-	var best *stream
-	for _, s := range p.streams {
-		if s.done {
-			continue
-		}
-		if best == nil || s.end < best.end {
-			best = s
-		}
-	}
-	return best
-}
-
-func indexOf(set *AdaptationSet, r *Representation) int {
-	for i, x := range set.Representations {
-		if x == r || x.ID == r.ID {
-			return i
-		}
-	}
-	return -1
-}
-
-// choose asks the ABR rule for the representation of the next segment of s.
-func (p *Player) choose(s *stream, lvl time.Duration) *Representation {
-	reps := s.set.Representations
-	if len(reps) == 1 {
-		return reps[0]
-	}
-	rs := make([]abr.Rendition, len(reps))
-	for i, r := range reps {
-		rs[i] = abr.Rendition{ID: r.ID, Bandwidth: r.Bandwidth}
-	}
-	cur := min(max(s.current, 0), len(reps)-1)
-	i := p.rule.Choose(abr.State{
-		Renditions:      rs,
-		Current:         s.current,
-		Buffer:          lvl,
-		BufferTarget:    p.bufTarget,
-		SegmentDuration: reps[cur].Index.NominalDuration(),
-		Throughput:      p.est.Estimate(),
-		Live:            p.live,
-	})
-	return reps[min(max(i, 0), len(reps)-1)]
-}
-
-// noNextSegment handles an index with nothing at the buffered end of s.
-func (p *Player) noNextSegment(ctx context.Context, s *stream) error {
-	if !p.live {
-		p.mu.Lock()
-		s.done = true
-		p.appended(p.clock.Now())
-		p.mu.Unlock()
-		return nil
-	}
-	// A live list (SegmentTimeline, HLS) ends where the last reload ended: reload,
-	// but not more often than every half segment.
-	next := p.lastLoad.Add(max(p.nominal()/2, 100*time.Millisecond))
-	if now := p.clock.Now(); now.Before(next) {
-		return p.waitUntil(ctx, next)
-	}
-	if err := p.reload(ctx); err != nil {
-		return p.failed(ctx, "manifest", err)
-	}
-	return nil
-}
-
-// fetchMedia gets a media segment: from a delivery if one arrived (or arrives within
-// PushWait), else by request. It returns the representation the bytes belong to.
-func (p *Player) fetchMedia(ctx context.Context, s *stream, rep *Representation, req SegmentRequest) (*Representation, *Response, error) {
-	if r, resp := p.takeDelivery(s, req); resp != nil {
-		return r, resp, nil
-	}
-	if p.deliveries != nil && p.cfg.PushWait > 0 {
-		timeout := p.clock.After(p.cfg.PushWait)
-	wait:
-		for {
-			select {
-			case d, ok := <-p.deliveries:
-				if !ok {
-					p.deliveries = nil
-					break wait
-				}
-				p.accept(d)
-				if r, resp := p.takeDelivery(s, req); resp != nil {
-					return r, resp, nil
-				}
-			case <-timeout:
-				break wait
-			case <-ctx.Done():
-				return nil, nil, ctx.Err()
-			}
-		}
-	}
-	resp, err := p.fetch(ctx, req)
-	if err != nil {
-		return nil, nil, err
-	}
-	p.rec.MediaRequest()
-	return rep, resp, nil
 }
 
 // fetch sends one request through the Fetcher and records it.
@@ -498,61 +297,29 @@ func (p *Player) fetch(ctx context.Context, req SegmentRequest) (*Response, erro
 	return resp, nil
 }
 
-// failed counts a failure and waits a little before the loop retries; too many in a
-// row end the session.
-func (p *Player) failed(ctx context.Context, what string, err error) error {
+// failed counts a failed request and returns how long to wait before trying again;
+// more than a few failures in a row (run counts them) end the session.
+func (p *Player) failed(ctx context.Context, run *int, what string, err error) (time.Duration, error) {
 	var stop errStop
 	if errors.As(err, &stop) || ctx.Err() != nil {
-		return err
+		return 0, err
 	}
 	p.rec.Error()
-	p.errRun++
+	*run++
 	notYet := errors.Is(err, media.ErrNotYet) || errors.Is(err, media.ErrNotFound)
 	limit := maxConsecutiveErrors
 	if p.live && notYet {
 		limit = 4 * maxConsecutiveErrors // a live edge a little ahead of the origin
 	}
-	if p.errRun > limit {
-		return fmt.Errorf("%s: giving up after %d failures: %w", what, p.errRun, err)
+	if *run > limit {
+		return 0, fmt.Errorf("%s: giving up after %d failures: %w", what, *run, err)
 	}
 	p.log.Debug("request failed; retrying", "what", what, "err", err)
-	backoff := min(time.Duration(p.errRun)*100*time.Millisecond, time.Second)
+	backoff := min(time.Duration(*run)*100*time.Millisecond, time.Second)
 	if p.live && notYet {
 		backoff = min(max(p.nominal()/10, 50*time.Millisecond), 500*time.Millisecond)
 	}
-	return p.waitUntil(ctx, p.clock.Now().Add(backoff))
-}
-
-// waitUntil sleeps until clock time t, the session deadline, the next manifest
-// reload or a delivery, whichever is first.
-func (p *Player) waitUntil(ctx context.Context, t time.Time) error {
-	if !p.deadline.IsZero() && t.After(p.deadline) {
-		t = p.deadline
-	}
-	if p.live && p.manifest.MinimumUpdatePeriod > 0 {
-		if due := p.lastLoad.Add(p.manifest.MinimumUpdatePeriod); t.After(due) {
-			t = due // wake up to reload the manifest
-		}
-	}
-	d := t.Sub(p.clock.Now())
-	if d <= 0 {
-		return nil
-	}
-	if p.deliveries == nil {
-		return p.clock.Sleep(ctx, d)
-	}
-	select {
-	case dl, ok := <-p.deliveries:
-		if !ok {
-			p.deliveries = nil
-		} else {
-			p.accept(dl)
-		}
-	case <-p.clock.After(d):
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	return nil
+	return backoff, nil
 }
 
 // load fetches and installs the manifest for the first time.
@@ -573,18 +340,9 @@ func (p *Player) load(ctx context.Context) error {
 	return nil
 }
 
-// reload fetches the manifest again and rebinds the streams to it.
-func (p *Player) reload(ctx context.Context) error {
-	m, err := p.cfg.Load(ctx, p.fetch, p.cfg.URL, p.serverNow())
-	p.lastLoad = p.clock.Now()
-	if err != nil {
-		return err
-	}
-	if err := m.Validate(); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// install replaces the manifest with a reloaded one and rebinds the streams to it.
+// Callers hold p.mu.
+func (p *Player) install(m *Manifest) {
 	if !m.Live {
 		// A live presentation that ended (the MPD turned static) keeps its availability
 		// start for latency; its segments are now all listed.
@@ -610,7 +368,6 @@ func (p *Player) reload(ctx context.Context) error {
 			}
 		}
 	}
-	return nil
 }
 
 // setup creates the streams and places the playhead. Callers hold p.mu.
@@ -725,11 +482,13 @@ func (p *Player) startPosition() (time.Duration, error) {
 }
 
 // rejoin drops the buffer and restarts at the live edge minus the delay (after the
-// player fell out of the DVR window). It counts as a stall. Callers hold p.mu.
-func (p *Player) rejoin() {
+// player fell out of the DVR window). It counts as a stall. What is in flight is
+// dropped when it completes. It reports false when there is no live edge to rejoin.
+// Callers hold p.mu.
+func (p *Player) rejoin() bool {
 	start, err := p.startPosition()
 	if err != nil {
-		return
+		return false
 	}
 	now := p.clock.Now()
 	p.advance(now)
@@ -740,7 +499,9 @@ func (p *Player) rejoin() {
 	p.playhead = start
 	for _, s := range p.streams {
 		s.end, s.queue = start, nil
+		s.next, s.wakeAt, s.onEvent, s.onReload = nil, time.Time{}, false, false
 	}
+	return true
 }
 
 // serverNow is local clock time corrected by the UTCTiming offset.
@@ -804,20 +565,30 @@ func ParseISOTime(s string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("not an ISO 8601 time: %q", s)
 }
 
-// drainDeliveries accepts every delivery that has arrived, without waiting.
-func (p *Player) drainDeliveries() {
+// drainDeliveries accepts every delivery that has arrived, without waiting, and
+// reports whether there was any.
+func (p *Player) drainDeliveries() bool {
+	got := false
 	for p.deliveries != nil {
 		select {
 		case d, ok := <-p.deliveries:
-			if !ok {
-				p.deliveries = nil
-				return
-			}
-			p.accept(d)
+			p.received(d, ok)
+			got = true
 		default:
-			return
+			return got
 		}
 	}
+	return got
+}
+
+// received handles what the deliveries channel gave: a delivery, or its end.
+func (p *Player) received(d Delivery, ok bool) {
+	if ok {
+		p.accept(d)
+	} else {
+		p.deliveries = nil
+	}
+	p.interrupted()
 }
 
 // accept records a delivery and keeps it until the player wants it.

@@ -87,8 +87,10 @@ func (r *Response) Duration() time.Duration { return r.End.Sub(r.Start) }
 // Fetcher is the pull side of a transport. Fetch returns the response or an error;
 // errors should wrap the media error kinds (media.ErrNotFound, media.ErrNotYet,
 // media.ErrGone, media.ErrUnavailable) so the player can tell "not yet" and "too old"
-// from a broken link. Fetch must honour ctx. The player issues one request at a time,
-// but a Fetcher should be safe for concurrent use.
+// from a broken link. Fetch must honour ctx. A Fetcher must be safe for concurrent use:
+// the player has up to one request in flight per adaptation set it plays (video and
+// audio at once, as dash.js does) and a manifest reload beside them; with
+// Config.Sequential, one request at a time.
 type Fetcher interface {
 	Fetch(ctx context.Context, req SegmentRequest) (*Response, error)
 }
@@ -111,7 +113,8 @@ type Delivery struct {
 }
 
 // Receiver is implemented by transports that deliver segments the player did not
-// request. The player drains Deliveries between requests and before each request, so a
+// request. The player reads Deliveries whenever it waits (for a request to complete,
+// for a segment to become available, for PushWait) and before each request, so a
 // delivery that arrives first saves the request. A transport closes the channel when it
 // will deliver no more. Deliveries must be buffered or the transport must not block
 // forever on a slow player (drop, or close the session): the player reads the channel
