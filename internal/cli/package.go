@@ -26,6 +26,7 @@ func Package(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fps       = fs.Int("fps", pkg.DefaultFPS, "output frame `rate`")
 		preset    = fs.String("preset", pkg.DefaultPreset, "x264 `preset` (ultrafast … veryslow)")
 		force     = fs.Bool("force", false, "re-package even when the folder is up to date")
+		keepDur   = fs.Bool("no-loop-trim", false, "keep the full duration instead of trimming to a loopable length (on-demand only: the asset then cannot be looped live)")
 	)
 	fs.StringVar(out, "output", "", "same as -o")
 	fs.Usage = func() {
@@ -83,6 +84,7 @@ Examples:
 		SegmentDuration: *segDur,
 		FPS:             *fps,
 		Preset:          *preset,
+		KeepDuration:    *keepDur,
 		Log:             stderr,
 	}
 	switch {

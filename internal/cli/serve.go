@@ -44,7 +44,7 @@ func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cpuProfile = fs.String("cpuprofile", "", "write a Go CPU profile to `file` until the server stops (for performance work)")
 		channels   channelFlags
 	)
-	fs.Var(&channels, "channel", "live channel `NAME=ASSET[,dvr=60s][,chunk=40ms][,delay=4s]` looping a packaged asset (repeatable; replaces the demo channel)")
+	fs.Var(&channels, "channel", "live channel `NAME=ASSET[,dvr=60s][,chunk=40ms][,delay=4s]` looping a packaged asset (repeatable; replaces the demo channel; --channel \"\" for none)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: streambed serve [flags]
 
@@ -305,6 +305,10 @@ type channelFlags []server.ChannelConfig
 func (c *channelFlags) String() string { return "" }
 
 func (c *channelFlags) Set(v string) error {
+	if v == "" { // --channel "": no live channels at all
+		*c = channelFlags{}
+		return nil
+	}
 	parts := strings.Split(v, ",")
 	name, asset, ok := strings.Cut(parts[0], "=")
 	if !ok || name == "" || asset == "" {

@@ -164,7 +164,7 @@ func prepareContent(ctx context.Context, s *Scenario, d time.Duration, opts Opti
 	if src == "" {
 		src = "synthetic-" + s.Content.Synthetic
 	}
-	tag := strings.NewReplacer("/", "_", " ", "_", ":", "_", ",", "_").Replace(fmt.Sprintf("%s-%s-%s-%s", filepath.Base(src), d, s.Content.Ladder, s.Content.AudioBitrate))
+	tag := strings.NewReplacer("/", "_", " ", "_", ":", "_", ",", "_").Replace(fmt.Sprintf("%s-%s-%s-%s-keep%v", filepath.Base(src), d, s.Content.Ladder, s.Content.AudioBitrate, s.Content.KeepDuration))
 	dir := filepath.Join(opts.CacheDir, tag)
 	args := []string{"package", "-o", dir, "--segment-duration", d.String(), "--name", assetName(d)}
 	if s.Content.Synthetic != "" {
@@ -180,6 +180,9 @@ func prepareContent(ctx context.Context, s *Scenario, d time.Duration, opts Opti
 	}
 	if s.Content.Preset != "" {
 		args = append(args, "--preset", s.Content.Preset)
+	}
+	if s.Content.KeepDuration {
+		args = append(args, "--no-loop-trim")
 	}
 	cmd := exec.CommandContext(ctx, opts.Bin, args...)
 	var out bytes.Buffer
@@ -201,7 +204,12 @@ func startOrigin(ctx context.Context, nw *netem.Network, s *Scenario, durs []tim
 		"--http", fmt.Sprintf("0.0.0.0:%d", httpPort), "--https", fmt.Sprintf("0.0.0.0:%d", httpsPort),
 		"--data-dir", filepath.Join(opts.OutDir, ".origin")}
 	for _, d := range durs {
-		args = append(args, "--channel", fmt.Sprintf("live-%s=%s", assetName(d), assetName(d)))
+		if s.Play.Live { // only loopable content can be a channel
+			args = append(args, "--channel", fmt.Sprintf("live-%s=%s", assetName(d), assetName(d)))
+		}
+	}
+	if !s.Play.Live {
+		args = append(args, "--channel", "") // none: serve the assets on demand only
 	}
 	defer os.RemoveAll(filepath.Join(opts.OutDir, ".origin"))
 	cmd := nw.CommandContext(ctx, "server", append([]string{opts.Bin}, args...)...)
@@ -263,6 +271,9 @@ func runPlayer(ctx context.Context, nw *netem.Network, s *Scenario, cell Cell, o
 		if t == "h2" {
 			args = append(args, "--insecure")
 		}
+	}
+	if v := cell["connections"]; v != "" {
+		args = append(args, "--connections", v)
 	}
 	if s.Play.Duration > 0 {
 		args = append(args, "--duration", s.Play.Duration.D().String())

@@ -46,6 +46,9 @@ type Content struct {
 	Ladder          string   `yaml:"ladder"`           // e.g. "360p:400k,540p:800k,720p:1500k"
 	AudioBitrate    string   `yaml:"audio_bitrate"`    // e.g. "128k"
 	Preset          string   `yaml:"preset"`           // x264 preset
+	// KeepDuration packages the full duration instead of a loopable one (on-demand
+	// experiments whose content length matters); live play needs loopable content.
+	KeepDuration bool `yaml:"keep_duration"`
 }
 
 // Play sets how each player runs.
@@ -123,6 +126,7 @@ var knownParams = map[string]string{
 	"loss":             "random loss in percent, each direction",
 	"rate":             "link rate in each direction (e.g. 2mbit)",
 	"abr":              "the player's ABR rule",
+	"connections":      "the player's --connections (pars: N or auto; parallel: N)",
 }
 
 // LoadScenario reads and checks a scenario file.
@@ -171,6 +175,9 @@ func (s *Scenario) Validate() error {
 			return fmt.Errorf("matrix: %q is repeated or has no values", p.Name)
 		}
 		seen[p.Name] = true
+	}
+	if s.Content.KeepDuration && s.Play.Live {
+		return fmt.Errorf("content.keep_duration cannot be combined with play.live: a live channel loops its content")
 	}
 	if !seen["segment_duration"] && s.Content.SegmentDuration == 0 {
 		s.Content.SegmentDuration = Duration(2 * time.Second)

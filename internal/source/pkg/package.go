@@ -48,8 +48,12 @@ type Options struct {
 	AudioBitrate    int           // bit/s, default 128k; negative: no audio track
 	FPS             int           // default 25
 	Preset          string        // x264 preset, default veryfast
-	Tools           Tools         // FFmpeg binaries, default from PATH
-	Log             io.Writer     // progress and notes (stderr); nil: quiet
+	// KeepDuration skips the trim to a loopable length: for on-demand-only assets whose
+	// exact duration matters (a lab reproducing a 91 s experiment). Such an asset's last
+	// segment may be short, and it cannot be looped as a live channel.
+	KeepDuration bool
+	Tools        Tools     // FFmpeg binaries, default from PATH
+	Log          io.Writer // progress and notes (stderr); nil: quiet
 }
 
 // Result describes a packaged asset.
@@ -132,6 +136,9 @@ func Fingerprint(o Options, sourceIdentity string) string {
 	fmt.Fprintf(h, "asset-version=%d\nrecipe=%s\nsource=%s\nname=%s\nsegment=%s\nladder=%s\naudio=%d\nfps=%d\npreset=%s\n",
 		media.AssetVersion, recipe, sourceIdentity, o.Name, o.SegmentDuration, strings.Join(lad, ","),
 		o.AudioBitrate, o.FPS, o.Preset)
+	if o.KeepDuration {
+		fmt.Fprintf(h, "keep-duration\n")
+	}
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 
@@ -199,6 +206,9 @@ func Package(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	job.Duration, err = LoopDuration(res.InputDuration, res.Period)
+	if o.KeepDuration {
+		job.Duration, err = res.InputDuration, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", desc, err)
 	}

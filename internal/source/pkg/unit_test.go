@@ -151,6 +151,7 @@ func TestFingerprint(t *testing.T) {
 		func(o *Options) { o.AudioBitrate = 128000 },
 		func(o *Options) { o.FPS = 30 },
 		func(o *Options) { o.Preset = "veryfast" },
+		func(o *Options) { o.KeepDuration = true },
 	}
 	for i, change := range changes {
 		o := base
