@@ -44,7 +44,7 @@ func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cpuProfile = fs.String("cpuprofile", "", "write a Go CPU profile to `file` until the server stops (for performance work)")
 		channels   channelFlags
 	)
-	fs.Var(&channels, "channel", "live channel `NAME=ASSET[,dvr=60s][,chunk=40ms][,delay=4s]` looping a packaged asset (repeatable; replaces the demo channel; --channel \"\" for none)")
+	fs.Var(&channels, "channel", "live channel `NAME=ASSET[,dvr=60s][,chunk=40ms][,delay=4s][,archive=DIR]` looping a packaged asset (repeatable; replaces the demo channel; --channel \"\" for none)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: streambed serve [flags]
 
@@ -247,7 +247,7 @@ func newLoopChannel(cc server.ChannelConfig, a *hub.Asset) (*hub.Channel, error)
 		dvr = 60 * time.Second
 	}
 	return hub.NewChannel(hub.ChannelConfig{
-		Info: &info, Inits: inits, Generator: loop,
+		Info: &info, Inits: inits, Generator: loop, ArchiveDir: cc.Archive,
 		Timeline: media.Timeline{AvailabilityStart: ast, SegmentDuration: info.SegmentDuration, TimeShiftBufferDepth: dvr},
 	})
 }
@@ -317,9 +317,12 @@ func (c *channelFlags) Set(v string) error {
 	cc := server.ChannelConfig{Name: name, Loop: asset}
 	for _, p := range parts[1:] {
 		k, val, _ := strings.Cut(p, "=")
-		d, err := time.ParseDuration(val)
-		if err != nil {
-			return fmt.Errorf("%s=%q: %w", k, val, err)
+		var d time.Duration
+		if k != "archive" {
+			var err error
+			if d, err = time.ParseDuration(val); err != nil {
+				return fmt.Errorf("%s=%q: %w", k, val, err)
+			}
 		}
 		switch k {
 		case "dvr":
@@ -328,8 +331,10 @@ func (c *channelFlags) Set(v string) error {
 			cc.ChunkDuration = d
 		case "delay":
 			cc.PresentationDelay = d
+		case "archive":
+			cc.Archive = val
 		default:
-			return fmt.Errorf("unknown channel option %q (dvr, chunk, delay)", k)
+			return fmt.Errorf("unknown channel option %q (dvr, chunk, delay, archive)", k)
 		}
 	}
 	*c = append(*c, cc)

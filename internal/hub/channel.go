@@ -31,6 +31,7 @@ type Channel struct {
 	inits    map[string][]byte
 	gen      Generator
 	now      Clock
+	archive  *archive // nil: no archive
 
 	mu     sync.Mutex
 	window map[string]map[uint64]*media.Segment // track → number → segment
@@ -44,6 +45,9 @@ type ChannelConfig struct {
 	Timeline  media.Timeline
 	Generator Generator // nil for channels fed by Publish (ingest)
 	Clock     Clock     // nil: time.Now
+	// ArchiveDir, when set, receives every segment that enters the window, laid out
+	// like a packaged asset, so the recording outlives the DVR window.
+	ArchiveDir string
 }
 
 // NewChannel returns a live channel.
@@ -62,10 +66,18 @@ func NewChannel(cfg ChannelConfig) (*Channel, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Channel{
+	c := &Channel{
 		info: &info, timeline: cfg.Timeline, inits: cfg.Inits, gen: cfg.Generator, now: now,
 		window: map[string]map[uint64]*media.Segment{}, subs: map[*Subscription]struct{}{},
-	}, nil
+	}
+	if cfg.ArchiveDir != "" {
+		a, err := newArchive(cfg.ArchiveDir, cfg.Inits)
+		if err != nil {
+			return nil, fmt.Errorf("channel %q: %w", info.Name, err)
+		}
+		c.archive = a
+	}
+	return c, nil
 }
 
 // Info describes the channel.
@@ -139,12 +151,21 @@ func (c *Channel) segment(trackID string, n uint64) (*media.Segment, error) {
 // store keeps s if it is inside the current window (by the real clock), so a pinned
 // clock in a test cannot grow memory, and drops segments that left the window. It
 // returns the stored copy: when two readers build the same segment, both share one.
+// A newly stored segment also goes to the archive, outside the lock.
 func (c *Channel) store(trackID string, s *media.Segment) *media.Segment {
+	kept, isNew := c.keep(trackID, s)
+	if isNew && c.archive != nil {
+		c.archive.save(trackID, kept)
+	}
+	return kept
+}
+
+func (c *Channel) keep(trackID string, s *media.Segment) (kept *media.Segment, isNew bool) {
 	first, _, ok := c.timeline.Window(c.now())
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if ok && s.Number+1 < first {
-		return s
+		return s, false
 	}
 	w := c.window[trackID]
 	if w == nil {
@@ -152,7 +173,7 @@ func (c *Channel) store(trackID string, s *media.Segment) *media.Segment {
 		c.window[trackID] = w
 	}
 	if old, dup := w[s.Number]; dup {
-		return old
+		return old, false
 	}
 	w[s.Number] = s
 	for num := range w {
@@ -160,7 +181,7 @@ func (c *Channel) store(trackID string, s *media.Segment) *media.Segment {
 			delete(w, num)
 		}
 	}
-	return s
+	return s, true
 }
 
 // Window lists each track's segments available at now, oldest first, for manifests.

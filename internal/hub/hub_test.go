@@ -1,8 +1,12 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -161,5 +165,57 @@ func TestRunReleasesChunksOnTime(t *testing.T) {
 	}
 	if !got[1].Last || got[0].Last {
 		t.Errorf("Last flags wrong: %+v", got)
+	}
+}
+
+func TestArchiveWritesSegmentsAndSurvivesFailures(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Unix(1010, 0)
+	info := &media.Stream{Name: "ch", SegmentDuration: time.Second,
+		Tracks: []*media.Track{{ID: "v", Kind: media.Video, Timescale: 1000}}}
+	c, err := NewChannel(ChannelConfig{
+		Info: info, Inits: map[string][]byte{"v": {9}}, Generator: &fakeGen{}, ArchiveDir: dir,
+		Timeline: media.Timeline{AvailabilityStart: time.Unix(1000, 0), SegmentDuration: time.Second, TimeShiftBufferDepth: 5 * time.Second},
+		Clock:    func() time.Time { return now },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := c.Segment("v", 9, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "v", "9.m4s"))
+	if err != nil || !bytes.Equal(b, []byte{9, 0, 9, 1}) {
+		t.Fatalf("archived segment 9 = %v, %v", b, err)
+	}
+	if init, _ := os.ReadFile(filepath.Join(dir, "v", "init.mp4")); !bytes.Equal(init, []byte{9}) {
+		t.Errorf("archived init = %v", init)
+	}
+	st, _ := c.Archive()
+	if st.Written != 1 || st.Failed != 0 {
+		t.Errorf("stats after one segment read thrice: %+v", st)
+	}
+	// A track folder that cannot be written (here: a file in its place) loses the
+	// archive copy, not the segment: viewers are still served from memory.
+	if err := os.RemoveAll(filepath.Join(dir, "v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "v"), []byte("not a folder"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Segment("v", 8, now)
+	if err != nil || s.Number != 8 {
+		t.Fatalf("segment 8 with a broken archive: %v", err)
+	}
+	if st, _ := c.Archive(); st.Failed != 1 || st.LastErr == nil {
+		t.Errorf("failure not recorded: %+v", st)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".tmp-") {
+			t.Errorf("temporary file left behind: %s", e.Name())
+		}
 	}
 }

@@ -40,6 +40,9 @@ type ChannelConfig struct {
 	// A fixed anchor means the same URL yields the same bytes across restarts and origins.
 	AvailabilityStart time.Time `yaml:"availability_start"`
 	WSPolicy          string    `yaml:"ws_policy"` // WebSocket push adaptation: tcp (default), buffer or fixed
+	// Archive, when set, is a folder that receives every segment of the channel as it
+	// becomes available, laid out like a packaged asset: a recording beyond the DVR window.
+	Archive string `yaml:"archive"`
 }
 
 // DefaultAvailabilityStart anchors looped channels. Not the Unix epoch (as livesim2
