@@ -228,27 +228,13 @@ func buildHub(ctx context.Context, cfg server.Config, log *slog.Logger) (*hub.Hu
 
 // newLoopChannel makes a live channel that loops asset a.
 func newLoopChannel(cc server.ChannelConfig, a *hub.Asset) (*hub.Channel, error) {
-	loop, err := looplive.New(a, looplive.Options{ChunkDuration: cc.ChunkDuration})
-	if err != nil {
-		return nil, fmt.Errorf("channel %q: %w", cc.Name, err)
-	}
-	info := *a.Info()
-	info.Name = cc.Name
-	inits := map[string][]byte{}
-	for _, t := range info.Tracks {
-		inits[t.ID], _ = a.Init(t.ID)
-	}
-	ast := cc.AvailabilityStart.UTC()
-	if cc.AvailabilityStart.IsZero() {
+	ast := cc.AvailabilityStart
+	if ast.IsZero() {
 		ast = server.DefaultAvailabilityStart
 	}
-	dvr := cc.DVRWindow
-	if dvr == 0 {
-		dvr = 60 * time.Second
-	}
-	return hub.NewChannel(hub.ChannelConfig{
-		Info: &info, Inits: inits, Generator: loop, ArchiveDir: cc.Archive,
-		Timeline: media.Timeline{AvailabilityStart: ast, SegmentDuration: info.SegmentDuration, TimeShiftBufferDepth: dvr},
+	return looplive.NewChannel(a, looplive.ChannelOptions{
+		Name: cc.Name, ChunkDuration: cc.ChunkDuration, DVRWindow: cc.DVRWindow,
+		AvailabilityStart: ast, ArchiveDir: cc.Archive,
 	})
 }
 

@@ -2,10 +2,10 @@ package hub
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 
+	"github.com/streambed/streambed/internal/fsutil"
 	"github.com/streambed/streambed/internal/media"
 )
 
@@ -33,7 +33,7 @@ type ArchiveStats struct {
 func newArchive(dir string, inits map[string][]byte) (*archive, error) {
 	a := &archive{dir: dir}
 	for track, b := range inits {
-		if err := writeAtomic(filepath.Join(dir, track, "init.mp4"), b); err != nil {
+		if err := fsutil.WriteFileAtomic(filepath.Join(dir, track, "init.mp4"), b, 0o644); err != nil {
 			return nil, fmt.Errorf("archive %s: %w", dir, err)
 		}
 	}
@@ -42,7 +42,7 @@ func newArchive(dir string, inits map[string][]byte) (*archive, error) {
 
 func (a *archive) save(track string, s *media.Segment) {
 	path := filepath.Join(a.dir, track, fmt.Sprintf("%d.m4s", s.Number))
-	err := writeAtomic(path, s.Bytes())
+	err := fsutil.WriteFileAtomic(path, s.Bytes(), 0o644)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err != nil {
@@ -51,31 +51,6 @@ func (a *archive) save(track string, s *media.Segment) {
 		return
 	}
 	a.written++
-}
-
-// writeAtomic writes b to path through a temporary file and a rename.
-func writeAtomic(path string, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return nil
 }
 
 // Archive reports the channel's archive, if it has one.

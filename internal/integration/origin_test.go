@@ -33,18 +33,7 @@ func startOrigin(t *testing.T) (base string, asset *hub.Asset) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loop, err := looplive.New(a, looplive.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	info := *a.Info()
-	info.Name = "loop"
-	inits := map[string][]byte{}
-	for _, tr := range info.Tracks {
-		inits[tr.ID], _ = a.Init(tr.ID)
-	}
-	c, err := hub.NewChannel(hub.ChannelConfig{Info: &info, Inits: inits, Generator: loop,
-		Timeline: media.Timeline{AvailabilityStart: server.DefaultAvailabilityStart, SegmentDuration: info.SegmentDuration, TimeShiftBufferDepth: 30 * time.Second}})
+	c, err := looplive.NewChannel(a, looplive.ChannelOptions{Name: "loop", DVRWindow: 30 * time.Second, AvailabilityStart: server.DefaultAvailabilityStart})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/streambed/streambed/internal/fsutil"
 )
 
 // loadOrCreateCert loads the configured certificate, or a self-signed one kept in
@@ -39,10 +41,10 @@ func loadOrCreateCert(cfg Config, log *slog.Logger) (tls.Certificate, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return tls.Certificate{}, fmt.Errorf("tls: %w", err)
 	}
-	if err := writeFileAtomic(keyPath, keyPEM, 0o600); err != nil {
+	if err := fsutil.WriteFileAtomic(keyPath, keyPEM, 0o600); err != nil {
 		return tls.Certificate{}, err
 	}
-	if err := writeFileAtomic(certPath, certPEM, 0o644); err != nil {
+	if err := fsutil.WriteFileAtomic(certPath, certPEM, 0o644); err != nil {
 		return tls.Certificate{}, err
 	}
 	log.Info("generated a self-signed TLS certificate", "cert", certPath)
@@ -79,30 +81,4 @@ func selfSigned(now time.Time) (certPEM, keyPEM []byte, err error) {
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), nil
-}
-
-// writeFileAtomic writes b to path through a temporary file and a rename, so a crash
-// never leaves a half-written file.
-func writeFileAtomic(path string, b []byte, perm os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }

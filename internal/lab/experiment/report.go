@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/streambed/streambed/internal/fsutil"
 )
 
 // Write saves results.json, results.csv and report.html in dir, each atomically.
@@ -23,29 +25,21 @@ func (r *Results) Write(dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(filepath.Join(dir, "results.json"), js); err != nil {
+	if err := fsutil.WriteFileAtomic(filepath.Join(dir, "results.json"), js, 0o644); err != nil {
 		return err
 	}
 	var csvBuf bytes.Buffer
 	if err := r.writeCSV(&csvBuf); err != nil {
 		return err
 	}
-	if err := writeAtomic(filepath.Join(dir, "results.csv"), csvBuf.Bytes()); err != nil {
+	if err := fsutil.WriteFileAtomic(filepath.Join(dir, "results.csv"), csvBuf.Bytes(), 0o644); err != nil {
 		return err
 	}
 	html, err := r.HTML()
 	if err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(dir, "report.html"), html)
-}
-
-func writeAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return fsutil.WriteFileAtomic(filepath.Join(dir, "report.html"), html, 0o644)
 }
 
 // writeCSV writes one row per run: parameters, repetition, metrics, error.

@@ -6,9 +6,9 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
+	"github.com/streambed/streambed/internal/fsutil"
 	"github.com/streambed/streambed/internal/manifest"
 	"github.com/streambed/streambed/internal/manifest/dash"
 	"github.com/streambed/streambed/internal/manifest/hls"
@@ -99,36 +99,9 @@ func checkLayout(a *media.Asset) error {
 	return nil
 }
 
-// writeFileAtomic writes b to name through a temporary file in the same folder and a
-// rename, creating the folder if needed.
-func writeFileAtomic(name string, b []byte) (err error) {
-	dir := filepath.Dir(name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(name)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(b); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err = os.Rename(f.Name(), name); err != nil {
+// writeFileAtomic writes b to name atomically, creating the folder if needed.
+func writeFileAtomic(name string, b []byte) error {
+	if err := fsutil.WriteFileAtomic(name, b, 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 	return nil
