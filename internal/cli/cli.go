@@ -24,6 +24,7 @@ func Commands() []Command {
 		{"play", "play a stream headlessly and report QoE (start-up, stalls, bitrate, latency)", Play},
 		{"netem", "build emulated networks of namespaces: up, exec, down, run", Netem},
 		{"lab", "run an experiment scenario and write its report", Lab},
+		{"load", "run N concurrent clients of a live channel over ws, http1 or http2 and measure what each received", Load},
 	}
 	return cmds
 }

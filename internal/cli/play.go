@@ -32,6 +32,9 @@ Transports:
   http1   HTTP/1.1 over TCP or TLS
   h2      HTTP/2 over TLS (https URLs; --insecure for self-signed certificates)
   h2c     HTTP/2 over cleartext TCP, prior knowledge (http URLs)
+  pars    ParS: each segment as N byte ranges over N HTTP/1.1 connections at once;
+          --connections N (1..8) or auto (the model X_N = N·C/(N+M) picks N; default)
+  parallel  N HTTP/1.1 connections each fetching a different segment (--connections N, default 4)
   (default: h2 for https URLs, http1 for http URLs)
 
 ABR rules (--abr):
@@ -60,6 +63,9 @@ Report (--json prints one object on stdout; otherwise a summary):
   samples           time series every --sample-interval: t, buffer_s, bitrate_kbps,
                     state, latency_ms
   transport, protocol, end_reason (ended, duration, canceled, error)
+  connections       pars/parallel: connections per segment (auto: the last N chosen);
+                    with auto also capacity_kbps, competing_flows (the model's C and M)
+                    and estimator_note (how N was chosen, or why the model did not apply)
 
 Progress goes to stderr: one updating line on a terminal, a line every 5 s otherwise.
 
@@ -71,8 +77,8 @@ func Play(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("play", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		transport   = fs.String("transport", "", "http1, h2 or h2c (default: h2 for https, http1 for http)")
-		sequential  = fs.Bool("sequential", false, "one request at a time for the whole player (default: audio and video download concurrently, one request each, as dash.js)")
+		transport   = fs.String("transport", "", "http1, h2, h2c, pars or parallel (default: h2 for https, http1 for http)")
+		connections = fs.String("connections", "", "pars: N (1..8) or auto (default auto); parallel: N (default 4)")
 		duration    = fs.Duration("duration", 0, "stop after this much session time (0: to the end; live: until interrupted)")
 		asJSON      = fs.Bool("json", false, "print the report as one JSON object on stdout")
 		abrSpec     = fs.String("abr", "throughput", "ABR rule: throughput, bba, bola or fixed:TRACKID")
@@ -83,6 +89,7 @@ func Play(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		liveDelay   = fs.Duration("live-delay", 0, "live: distance behind the live edge (0: MPD suggestedPresentationDelay, else 3 segments)")
 		sampleEvery = fs.Duration("sample-interval", time.Second, "period of the report's time series")
 		reqTimeout  = fs.Duration("request-timeout", 30*time.Second, "give up on a request after this long and retry (0: never)")
+		sequential  = fs.Bool("sequential", false, "one request at a time for the whole player (default: audio and video download concurrently, one request each, as dash.js)")
 		noSamples   = fs.Bool("no-samples", false, "leave the time series out of the JSON report")
 		quiet       = fs.Bool("quiet", false, "no progress on stderr")
 		verbose     = fs.Bool("v", false, "log requests and retries to stderr")
@@ -124,7 +131,7 @@ func Play(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	client, err := newPlayTransport(*transport, u, playTransportOptions{Insecure: *insecure})
+	client, err := newPlayTransport(*transport, u, playTransportOptions{Insecure: *insecure, Connections: *connections})
 	if err != nil {
 		return err
 	}
@@ -152,6 +159,7 @@ func Play(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	rep, runErr := p.Run(ctx)
 	stop()
+	client.annotate(&rep)
 	if *noSamples {
 		rep.Samples = nil
 	}

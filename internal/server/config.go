@@ -9,6 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/streambed/streambed/internal/media"
+	"github.com/streambed/streambed/internal/transport/h2push"
 )
 
 // Config is the whole server configuration: a YAML file, then flags on top.
@@ -23,6 +24,7 @@ type Config struct {
 	Channels []ChannelConfig `yaml:"channels"`
 	Cache    CacheConfig     `yaml:"cache"`
 	Log      LogConfig       `yaml:"log"`
+	H2Push   h2push.Config   `yaml:"h2push"` // HTTP/2 push: default strategy, rules file, admin token
 }
 
 // ChannelConfig declares a live channel that loops a packaged asset.

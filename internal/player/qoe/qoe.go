@@ -49,6 +49,16 @@ type Report struct {
 
 	// ThroughputKbps is media bytes over the time spent downloading them.
 	ThroughputKbps float64 `json:"throughput_kbps"`
+	// Connections is the TCP connections per segment of ParS (--transport pars: the
+	// last N used, also with --connections auto) or the segments in flight of
+	// Parallel. With auto, CapacityKbps and CompetingFlows are the model's C and M
+	// when its last estimate was valid, and EstimatorNote says how N was chosen or
+	// why the model was not usable.
+	Connections    *int     `json:"connections,omitempty"`
+	CapacityKbps   *float64 `json:"capacity_kbps,omitempty"`
+	CompetingFlows *float64 `json:"competing_flows,omitempty"`
+	EstimatorNote  string   `json:"estimator_note,omitempty"`
+
 	// LinkRateKbps is --link-rate; LinkUtilisation is media bits per second of session
 	// over it. Both null when the link rate is unknown.
 	LinkRateKbps    *float64 `json:"link_rate_kbps"`
@@ -353,6 +363,9 @@ func (rep *Report) WriteSummary(w io.Writer) {
 	p("  requests:     %d (%d media, %d pushed, %d errors)", rep.Requests, rep.MediaRequests, rep.Pushed, rep.Errors)
 	p("  bytes:        %d payload, %d overhead (%s)", rep.PayloadBytes, rep.OverheadBytes, rep.OverheadSource)
 	p("  throughput:   %.0f kbit/s while downloading", rep.ThroughputKbps)
+	if rep.Connections != nil {
+		p("  connections:  %d%s", *rep.Connections, orEmpty(" — "+rep.EstimatorNote, rep.EstimatorNote != ""))
+	}
 	if rep.LinkUtilisation != nil {
 		p("  link:         %.0f kbit/s, utilisation %.2f", *rep.LinkRateKbps, *rep.LinkUtilisation)
 	}
@@ -376,6 +389,13 @@ func deref(p *float64) float64 {
 func orNone(s string) string {
 	if s == "" {
 		return "local clock"
+	}
+	return s
+}
+
+func orEmpty(s string, ok bool) string {
+	if !ok {
+		return ""
 	}
 	return s
 }

@@ -234,6 +234,14 @@ func (c *Client) Fetch(ctx context.Context, req player.SegmentRequest) (*player.
 	return out, nil
 }
 
+// Do sends an HTTP request over the client's counting connections (for transports
+// built on this one, such as ParS's range requests). The caller closes the body.
+func (c *Client) Do(req *http.Request) (*http.Response, error) { return c.hc.Do(req) }
+
+// StatusError maps a response's HTTP status to the media error kinds the player
+// understands, as Fetch does.
+func StatusError(url string, resp *http.Response) error { return statusError(url, resp) }
+
 // statusError maps an HTTP status to the media error kinds the player understands.
 func statusError(u string, resp *http.Response) error {
 	var kind error

@@ -1,0 +1,520 @@
+// Command h2pushlab runs the HTTP/2 push study against two peers side by side —
+// Streambed's origin pushing itself, and h2o 2.2 in front of it pushing what the
+// origin's Link: rel=preload headers name — and adds the push client's own counters
+// (unclaimed pushed bytes and friends) to lab results.
+//
+//	go build -o /tmp/streambed ./cmd/streambed
+//	sudo go run ./internal/transport/h2push/h2pushlab run deploy/h2o/study.yaml \
+//	    --bin /tmp/streambed --out docs/results/h2push-h2o
+//	go run ./internal/transport/h2push/h2pushlab merge-stats \
+//	    docs/results/h2push/results.json docs/results/h2push/stats.jsonl
+//
+// `run` reads a lab scenario whose matrix has `peer` (streambed, h2o) and `strategy`
+// (a push strategy) beside segment_duration and rtt, packages the content like
+// `streambed lab run` (sharing its cache), builds the two-host network, starts the
+// origin (:8080) and h2o (:8081, proxying to it) in the server host, and plays every
+// cell with `streambed play --transport h2cpush-STRATEGY` in the client host. It
+// writes results.json, results.csv and report.html with the lab's own renderer.
+//
+// `merge-stats` attaches the stats lines that push transports append to
+// $STREAMBED_H2PUSH_STATS (one per run, in run order) to the runs of a
+// `streambed lab run` result, and re-renders its report with unclaimed_bytes.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/template"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/streambed/streambed/internal/lab/experiment"
+	"github.com/streambed/streambed/internal/lab/netem"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "h2pushlab:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return errors.New("usage: h2pushlab run SCENARIO --bin STREAMBED [--out DIR] | h2pushlab merge-stats RESULTS.json STATS.jsonl")
+	}
+	switch args[0] {
+	case "run":
+		return runStudy(ctx, args[1:])
+	case "merge-stats":
+		if len(args) != 3 {
+			return errors.New("usage: h2pushlab merge-stats RESULTS.json STATS.jsonl")
+		}
+		return mergeStats(args[1], args[2])
+	}
+	return fmt.Errorf("unknown command %q (run, merge-stats)", args[0])
+}
+
+// statsKeys are the push client's counters copied into a run's metrics.
+var statsKeys = map[string]string{
+	"unclaimed_bytes": "unclaimed_bytes", "pushed_bytes": "pushed_bytes", "promised": "promised",
+	"claimed": "claimed", "cancelled": "cancelled", "requests": "client_requests",
+}
+
+func readStats(path string) ([]map[string]any, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		out = append(out, m)
+	}
+	return out, sc.Err()
+}
+
+func attach(metrics map[string]any, st map[string]any) {
+	for from, to := range statsKeys {
+		if v, ok := st[from]; ok {
+			metrics[to] = v
+		}
+	}
+}
+
+func addMetric(s *experiment.Scenario, names ...string) {
+	for _, n := range names {
+		found := false
+		for _, m := range s.Metrics {
+			found = found || m == n
+		}
+		if !found {
+			s.Metrics = append(s.Metrics, n)
+		}
+	}
+}
+
+func mergeStats(resultsPath, statsPath string) error {
+	res, err := experiment.LoadResults(resultsPath)
+	if err != nil {
+		return err
+	}
+	stats, err := readStats(statsPath)
+	if err != nil {
+		return err
+	}
+	i := 0
+	for k := range res.Runs {
+		r := &res.Runs[k]
+		t := r.Cell["transport"]
+		if r.Metrics == nil || !(strings.HasPrefix(t, "h2cpush") || strings.HasPrefix(t, "h2push")) {
+			continue
+		}
+		if i >= len(stats) {
+			return fmt.Errorf("%s has %d lines, fewer than the push runs", statsPath, len(stats))
+		}
+		if got, _ := stats[i]["transport"].(string); got != t {
+			return fmt.Errorf("stats line %d is for %q, run %d is %q: the files do not match", i+1, got, k, t)
+		}
+		attach(r.Metrics, stats[i])
+		i++
+	}
+	if i != len(stats) {
+		return fmt.Errorf("%d stats lines for %d push runs", len(stats), i)
+	}
+	addMetric(res.Scenario, "unclaimed_bytes")
+	return res.Write(filepath.Dir(resultsPath))
+}
+
+// ---- run ----
+
+const (
+	originPort = 8080
+	h2oPort    = 8081
+)
+
+func runStudy(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	bin := fs.String("bin", "", "the streambed binary (required)")
+	out := fs.String("out", "", "output folder (default lab-results/NAME)")
+	cache := fs.String("cache", filepath.Join(".cache", "lab-content"), "packaged content, shared with `streambed lab run`")
+	h2oBin := fs.String("h2o", "h2o", "the h2o binary")
+	tmpl := fs.String("h2o-template", filepath.Join("deploy", "h2o", "h2o.conf.tmpl"), "h2o configuration template")
+	limit := fs.Int("limit", 0, "run only the first N runs")
+	var file string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		file, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if file == "" || *bin == "" {
+		return errors.New("usage: h2pushlab run SCENARIO --bin STREAMBED [--out DIR]")
+	}
+	s, err := loadScenario(file)
+	if err != nil {
+		return err
+	}
+	if *out == "" {
+		*out = filepath.Join("lab-results", s.Name)
+	}
+	outDir, err := filepath.Abs(*out)
+	if err != nil {
+		return err
+	}
+	cacheDir, err := filepath.Abs(*cache)
+	if err != nil {
+		return err
+	}
+	if *bin, err = filepath.Abs(*bin); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	res := &experiment.Results{Scenario: s, Started: time.Now().UTC(), Command: strings.Join(os.Args, " ")}
+	res.Host, _ = os.Hostname()
+
+	assets := filepath.Join(outDir, ".assets")
+	defer os.RemoveAll(assets)
+	if err := os.MkdirAll(assets, 0o755); err != nil {
+		return err
+	}
+	durs, err := s.SegmentDurations()
+	if err != nil {
+		return err
+	}
+	for _, d := range durs {
+		dir, err := packageContent(ctx, s, d, *bin, cacheDir)
+		if err != nil {
+			return err
+		}
+		link := filepath.Join(assets, "seg-"+d.String())
+		_ = os.Remove(link)
+		if err := os.Symlink(dir, link); err != nil {
+			return err
+		}
+	}
+
+	base, err := profile(s, experiment.Cell{})
+	if err != nil {
+		return err
+	}
+	nw, err := netem.Up(ctx, netem.TwoHosts(base), netem.Options{Name: "h2pushlab", Logger: log})
+	if err != nil {
+		return fmt.Errorf("network: %w", err)
+	}
+	defer nw.Close()
+	res.Backend = string(nw.Backend())
+
+	originDir := filepath.Join(outDir, ".origin")
+	defer os.RemoveAll(originDir)
+	serve := []string{*bin, "serve", "--assets", assets, "--no-demo", "--log-level", "warn",
+		"--http", fmt.Sprintf("0.0.0.0:%d", originPort), "--https", "", "--data-dir", originDir}
+	serve = append(serve, "--channel", "") // on demand only
+	origin, err := startIn(ctx, nw, filepath.Join(outDir, "origin.log"), serve...)
+	if err != nil {
+		return err
+	}
+	defer stopProc(origin)
+	h2oDir := filepath.Join(outDir, ".h2o")
+	defer os.RemoveAll(h2oDir)
+	conf, err := renderH2O(*tmpl, h2oDir)
+	if err != nil {
+		return err
+	}
+	h2o, err := startIn(ctx, nw, filepath.Join(outDir, "h2o.log"), *h2oBin, "-c", conf)
+	if err != nil {
+		return err
+	}
+	defer stopProc(h2o)
+	for _, port := range []int{originPort, h2oPort} {
+		if err := waitPort(nw, net.JoinHostPort(nw.Server().String(), fmt.Sprint(port))); err != nil {
+			return err
+		}
+	}
+
+	cells := s.Cells()
+	total := len(cells) * s.Repetitions
+	if *limit > 0 && *limit < total {
+		total = *limit
+	}
+	done := 0
+	for rep := 1; rep <= s.Repetitions && done < total; rep++ {
+		for _, cell := range cells {
+			if done >= total || ctx.Err() != nil {
+				break
+			}
+			key := s.Key(cell)
+			fmt.Fprintf(os.Stderr, "[%d/%d] %s\n", done+1, total, key)
+			prof, err := profile(s, cell)
+			if err != nil {
+				return err
+			}
+			if err := nw.SetLink("client", "server", prof); err != nil {
+				return fmt.Errorf("%s: %w", key, err)
+			}
+			r := playCell(ctx, nw, s, cell, *bin, outDir)
+			r.Key, r.Cell, r.Rep = key, cell, rep
+			if r.Error != "" {
+				fmt.Fprintf(os.Stderr, "  failed: %s\n", r.Error)
+			}
+			res.Runs = append(res.Runs, r)
+			done++
+			res.Finished = time.Now().UTC()
+			if err := res.Write(outDir); err != nil { // keep what is done if the run stops
+				return err
+			}
+		}
+	}
+	res.Finished = time.Now().UTC()
+	addMetric(s, "unclaimed_bytes")
+	if err := res.Write(outDir); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stdout, "%d runs. Report: %s\n", len(res.Runs), filepath.Join(outDir, "report.html"))
+	return ctx.Err()
+}
+
+// loadScenario reads a scenario without the lab's parameter check: this study adds
+// `peer` and `strategy` to the matrix.
+func loadScenario(path string) (*experiment.Scenario, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var s experiment.Scenario
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if s.Repetitions <= 0 {
+		s.Repetitions = 1
+	}
+	for _, need := range []string{"peer", "strategy", "segment_duration"} {
+		found := false
+		for _, p := range s.Matrix {
+			found = found || p.Name == need
+		}
+		if !found {
+			return nil, fmt.Errorf("%s: the matrix needs %q", path, need)
+		}
+	}
+	if s.Content.Synthetic == "" {
+		return nil, fmt.Errorf("%s: content.synthetic is required", path)
+	}
+	return &s, nil
+}
+
+// packageContent packages the content for segment duration d into the cache folder
+// `streambed lab run` uses for the same settings, so the two share it.
+func packageContent(ctx context.Context, s *experiment.Scenario, d time.Duration, bin, cacheDir string) (string, error) {
+	tag := strings.NewReplacer("/", "_", " ", "_", ":", "_", ",", "_").Replace(
+		fmt.Sprintf("%s-%s-%s-%s-keep%v", "synthetic-"+s.Content.Synthetic, d, s.Content.Ladder, s.Content.AudioBitrate, s.Content.KeepDuration))
+	dir := filepath.Join(cacheDir, tag)
+	args := []string{"package", "-o", dir, "--segment-duration", d.String(), "--name", "seg-" + d.String(), "--synthetic", s.Content.Synthetic}
+	if s.Content.Ladder != "" {
+		args = append(args, "--ladder", s.Content.Ladder)
+	}
+	if s.Content.AudioBitrate != "" {
+		args = append(args, "--audio-bitrate", s.Content.AudioBitrate)
+	}
+	if s.Content.Preset != "" {
+		args = append(args, "--preset", s.Content.Preset)
+	}
+	if s.Content.KeepDuration {
+		args = append(args, "--no-loop-trim")
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("packaging %s: %w", d, err)
+	}
+	return dir, nil
+}
+
+// profile is the network profile of a cell: the scenario's base, with rtt (one-way
+// delay rtt/2) and rate from the cell.
+func profile(s *experiment.Scenario, cell experiment.Cell) (netem.Profile, error) {
+	base := map[string]any{}
+	if s.Network.Kind != 0 {
+		if err := s.Network.Decode(&base); err != nil {
+			return netem.Profile{}, err
+		}
+	}
+	if v, ok := cell["rtt"]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return netem.Profile{}, err
+		}
+		base["delay"] = (d / 2).String()
+	}
+	if v, ok := cell["rate"]; ok {
+		base["rate"] = v
+	}
+	b, err := yaml.Marshal(base)
+	if err != nil {
+		return netem.Profile{}, err
+	}
+	return netem.ParseProfile(b, ".")
+}
+
+func rateOf(s *experiment.Scenario, cell experiment.Cell) string {
+	if v, ok := cell["rate"]; ok {
+		return v
+	}
+	var base map[string]any
+	if s.Network.Kind != 0 && s.Network.Decode(&base) == nil {
+		if r, ok := base["rate"].(string); ok {
+			return r
+		}
+	}
+	return ""
+}
+
+func startIn(ctx context.Context, nw *netem.Network, logPath string, argv ...string) (*exec.Cmd, error) {
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := nw.CommandContext(ctx, "server", argv...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("%s: %w", argv[0], err)
+	}
+	return cmd, nil
+}
+
+func stopProc(cmd *exec.Cmd) {
+	if cmd.Process == nil {
+		return
+	}
+	_ = cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+func waitPort(nw *netem.Network, addr string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := nw.Do("client", func() error {
+			c, err := net.DialTimeout("tcp", addr, time.Second)
+			if err == nil {
+				c.Close()
+			}
+			return err
+		})
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not reachable from the client host: %w", addr, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func renderH2O(tmplPath, dir string) (string, error) {
+	t, err := template.ParseFiles(tmplPath)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, map[string]any{
+		"User": "root", "Host": "0.0.0.0", "Port": h2oPort, "TLSPort": 0, "Dir": dir,
+		"Upstream": fmt.Sprintf("http://127.0.0.1:%d/", originPort),
+	}); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "h2o.conf")
+	return path, os.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+// playCell plays one cell in the client host and returns its run, with the push
+// client's counters among the metrics.
+func playCell(ctx context.Context, nw *netem.Network, s *experiment.Scenario, cell experiment.Cell, bin, outDir string) experiment.Run {
+	start := time.Now()
+	port := originPort
+	if cell["peer"] == "h2o" {
+		port = h2oPort
+	}
+	d, _ := time.ParseDuration(cell["segment_duration"])
+	u := fmt.Sprintf("http://%s:%d/vod/seg-%s/manifest.mpd", nw.Server(), port, d)
+	stats := filepath.Join(outDir, ".stats.jsonl")
+	_ = os.Remove(stats)
+	defer os.Remove(stats)
+	argv := []string{"env", "STREAMBED_H2PUSH_STATS=" + stats, bin, "play", u, "--json", "--quiet", "--transport", "h2cpush-" + cell["strategy"]}
+	if s.Play.ABR != "" {
+		argv = append(argv, "--abr", s.Play.ABR)
+	}
+	if r := rateOf(s, cell); r != "" {
+		argv = append(argv, "--link-rate", r)
+	}
+	argv = append(argv, s.Play.Args...)
+	timeout := s.Play.Timeout.D()
+	if timeout == 0 {
+		timeout = 10 * time.Minute
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := nw.CommandContext(rctx, "client", argv...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := experiment.Run{Seconds: time.Since(start).Seconds()}
+	if err != nil {
+		r.Error = fmt.Sprintf("%v: %s", err, tail(stderr.String()))
+		return r
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &r.Metrics); err != nil {
+		r.Error = fmt.Sprintf("player output is not JSON: %v", err)
+		return r
+	}
+	if st, err := readStats(stats); err == nil && len(st) == 1 {
+		attach(r.Metrics, st[0])
+	}
+	return r
+}
+
+func tail(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > 5 {
+		lines = lines[len(lines)-5:]
+	}
+	return strings.Join(lines, "\n")
+}

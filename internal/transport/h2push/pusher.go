@@ -1,0 +1,650 @@
+package h2push
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/streambed/streambed/internal/hub"
+	"github.com/streambed/streambed/internal/media"
+)
+
+// HeaderPush marks a promised request (it travels in the PUSH_PROMISE), so the
+// middleware knows to schedule it rather than push from it. Its value is the
+// strategy that promised it.
+const HeaderPush = "X-Streambed-Push"
+
+// Config is the `h2push:` section of the server configuration.
+type Config struct {
+	// Default is the strategy of every stream without a rule (default: none).
+	Default Strategy `yaml:"default" json:"default"`
+	// Rules is the push rules file the admin page writes (default:
+	// DATA_DIR/h2push/rules.json).
+	Rules string `yaml:"rules" json:"rules"`
+	// AdminToken protects /admin/push and its API (Authorization: Bearer TOKEN, or
+	// ?token= for the page). Empty: the admin page answers 401 to everyone.
+	AdminToken string `yaml:"admin_token" json:"-"`
+	// NoEarlyHints turns off 103 Early Hints on the player page.
+	NoEarlyHints bool `yaml:"no_early_hints" json:"no_early_hints"`
+	// MaxActive is how many promised responses a connection sends at once (default 1:
+	// one after the other, earliest media time first).
+	MaxActive int `yaml:"max_active" json:"max_active"`
+}
+
+// Options configure New.
+type Options struct {
+	Hub    *hub.Hub
+	Config Config
+	// RulesPath is the rules file (overrides Config.Rules); "" keeps rules in memory.
+	RulesPath string
+	// PageFS holds the player page (index.html and what it links); nil: no page.
+	PageFS fs.FS
+	Log    *slog.Logger
+}
+
+// Stats count what the server side did since it started.
+type Stats struct {
+	Promised  int64 `json:"promised"`   // PUSH_PROMISEs sent
+	Refused   int64 `json:"refused"`    // pushes not sent: the client disabled push
+	Limited   int64 `json:"limited"`    // pushes not sent: the client's stream limit
+	Completed int64 `json:"completed"`  // promised responses sent in full
+	Cancelled int64 `json:"cancelled"`  // promised responses the client reset (or left)
+	Bytes     int64 `json:"bytes"`      // body bytes of promised responses
+	Links     int64 `json:"link_hints"` // Link: rel=preload headers written instead
+	Hints     int64 `json:"early_hints"`
+}
+
+type stats struct {
+	promised, refused, limited, completed, cancelled, bytes, links, hints atomic.Int64
+}
+
+// Pusher is the server side: a middleware for the origin's pull routes.
+type Pusher struct {
+	hub      *hub.Hub
+	cfg      Config
+	log      *slog.Logger
+	page     *pageInfo
+	rules    ruleStore
+	conns    conns
+	sessions sessions
+	st       stats
+}
+
+// New builds the server side and loads the rules file. Rules that no longer hold
+// (an asset was removed) are dropped with a warning rather than stopping the origin.
+func New(o Options) (*Pusher, error) {
+	if o.Hub == nil {
+		return nil, errors.New("h2push: no hub")
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Config.Default.Mode == "" {
+		o.Config.Default = Strategy{Mode: None}
+	}
+	p := &Pusher{hub: o.Hub, cfg: o.Config, log: o.Log, page: newPageInfo(o.PageFS)}
+	p.conns.maxActive = max(o.Config.MaxActive, 1)
+	p.rules.path = o.RulesPath
+	rs, err := p.rules.load()
+	if err != nil {
+		return nil, err
+	}
+	for target, r := range rs.Targets {
+		one := &Rules{Version: 1, Targets: map[string]*Rule{target: r}}
+		if err := p.validate(one); err != nil {
+			p.log.Warn("push rule dropped", "target", target, "err", err)
+			delete(rs.Targets, target)
+		}
+	}
+	p.rules.cur.Store(rs)
+	return p, nil
+}
+
+// Stats returns the counters.
+func (p *Pusher) Stats() Stats {
+	return Stats{
+		Promised: p.st.promised.Load(), Refused: p.st.refused.Load(), Limited: p.st.limited.Load(),
+		Completed: p.st.completed.Load(), Cancelled: p.st.cancelled.Load(), Bytes: p.st.bytes.Load(),
+		Links: p.st.links.Load(), Hints: p.st.hints.Load(),
+	}
+}
+
+// Rules returns the rules in force.
+func (p *Pusher) Rules() *Rules { return p.rules.get() }
+
+// SaveRules validates rs, writes it to the rules file and puts it in force.
+func (p *Pusher) SaveRules(rs *Rules) error { return p.rules.save(rs, p.validate) }
+
+// Wrap is the middleware: it pushes what the strategy says before answering.
+func (p *Pusher) Wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor == 2 && r.Header.Get(HeaderPush) != "" {
+			p.servePushed(w, r, next)
+			return
+		}
+		p.serve(w, r, next)
+	})
+}
+
+// plan is what one request pushes.
+type plan struct {
+	strategy Strategy
+	chosen   bool // by ?push= or by the session: an explicit none also drops rule pushes
+	view     *StreamView
+	trigger  Resource
+	pushes   []Push
+	hints    []string // Link values for 103 Early Hints (the page)
+}
+
+func (p *Pusher) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	h2 := r.ProtoMajor == 2
+	var key connKey
+	if h2 {
+		key = keyOf(r)
+		cs := p.conns.get(key)
+		defer p.conns.put(key, cs)
+		defer cs.hold()() // the client's requests go before promised responses
+	}
+	if r.Method != http.MethodGet {
+		next.ServeHTTP(w, r)
+		return
+	}
+	pl, err := p.plan(r, key, h2)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if len(pl.hints) > 0 && !p.cfg.NoEarlyHints {
+		sendEarlyHints(w, pl.hints)
+		p.st.hints.Add(1)
+	}
+	pushes := pl.pushes
+	if h2 && len(pushes) > 0 {
+		pushes = p.promise(w, r, key, pl)
+	}
+	if len(pushes) > 0 {
+		p.linkHeaders(w, pushes)
+	}
+	next.ServeHTTP(w, r)
+}
+
+// plan works out the strategy and the push set of a request.
+func (p *Pusher) plan(r *http.Request, key connKey, h2 bool) (*plan, error) {
+	pl := &plan{trigger: ParsePath(r.URL.Path)}
+	if pl.trigger.Kind == KindOther || pl.trigger.Kind == KindPlaylist {
+		return pl, nil // nothing pushes from these, and ?push= is not theirs to judge
+	}
+	q := r.URL.Query()
+	var chosen *Strategy
+	if v, ok := q["push"]; ok && len(v) > 0 {
+		st, err := ParseStrategy(v[0])
+		if err != nil {
+			return nil, err
+		}
+		chosen = &st
+	}
+	// The stream the request is about: the page's comes from its deep link.
+	stream := pl.trigger
+	byTime := false
+	switch pl.trigger.Kind {
+	case KindPage:
+		stream = p.pageStream(q)
+		byTime = q.Get("mpd") == "timeline"
+	case KindManifest:
+		byTime = pl.trigger.File == "manifest-timeline.mpd"
+	case KindSegment:
+		byTime = pl.trigger.ByTime
+	}
+	if h2 {
+		p.sessions.with(key, chosen != nil || pl.trigger.Kind == KindManifest, func(s *session) {
+			if s == nil {
+				return
+			}
+			if chosen != nil {
+				s.strategy = chosen
+			}
+			switch pl.trigger.Kind {
+			case KindManifest, KindPage:
+				s.byTime = byTime
+			case KindInit:
+				byTime = s.byTime
+			}
+			if s.strategy != nil {
+				chosen = s.strategy
+			}
+		})
+	}
+	rules := p.rules.get()
+	pl.strategy = p.cfg.Default
+	if chosen != nil {
+		pl.strategy, pl.chosen = *chosen, true
+	} else if rule := rules.ruleFor(stream.StreamKey()); rule != nil && rule.Strategy != nil {
+		pl.strategy = *rule.Strategy
+	}
+	if stream.Stream != "" {
+		v, err := p.view(stream, byTime)
+		if err == nil {
+			pl.view = v
+		}
+	}
+	if pl.view != nil && pl.trigger.Kind == KindSegment {
+		if n, ok := p.segmentNumber(pl.trigger); ok {
+			pl.trigger.Number = n
+		} else {
+			return pl, nil // not a segment the origin has: it will answer 404
+		}
+	}
+	pl.pushes = PushSet(pl.strategy, pl.view, pl.trigger)
+	explicit := !(pl.chosen && pl.strategy.Mode == None)
+	switch pl.trigger.Kind {
+	case KindPage:
+		var pre []Push
+		if pl.strategy.Mode == Init || pl.strategy.Mode == InitFirst || pl.strategy.Mode == All {
+			for _, a := range p.page.assets {
+				pre = append(pre, Push{Path: a, Kind: KindOther, Prio: -1})
+			}
+		}
+		if explicit {
+			if rule := rules.ruleFor(PageTarget); rule != nil {
+				pre = append(pre, rulePushes(rule)...)
+			}
+		}
+		pl.pushes = dedupe(append(pre, pl.pushes...))
+		pl.hints = p.pageHints(q, pl.view)
+	case KindManifest:
+		if explicit {
+			if rule := rules.ruleFor(stream.StreamKey()); rule != nil {
+				pl.pushes = dedupe(append(rulePushes(rule), pl.pushes...))
+			}
+		}
+	}
+	return pl, nil
+}
+
+func rulePushes(r *Rule) []Push {
+	out := make([]Push, 0, len(r.Push))
+	for _, path := range r.Push {
+		res := ParsePath(strings.SplitN(path, "?", 2)[0])
+		out = append(out, Push{Path: path, Kind: res.Kind, Track: res.Track, Number: res.Number, Prio: -1})
+	}
+	return out
+}
+
+func dedupe(ps []Push) []Push {
+	seen := make(map[string]bool, len(ps))
+	out := ps[:0]
+	for _, x := range ps {
+		if !seen[x.Path] {
+			seen[x.Path] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// pageStream is the stream of the page's deep link /?stream=NAME&live=0|1: the asset
+// unless live=1 (or there is no such asset).
+func (p *Pusher) pageStream(q map[string][]string) Resource {
+	get := func(k string) string {
+		if v := q[k]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	name := get("stream")
+	if !media.ValidName(name) {
+		return Resource{}
+	}
+	live := get("live") == "1"
+	if !live {
+		if _, err := p.hub.Asset(name); err != nil {
+			live = true
+		}
+	}
+	return Resource{Stream: name, Live: live}
+}
+
+// view describes the stream of res for PushSet.
+func (p *Pusher) view(res Resource, byTime bool) (*StreamView, error) {
+	if res.Live {
+		c, err := p.hub.Channel(res.Stream)
+		if err != nil {
+			return nil, err
+		}
+		return &StreamView{Base: res.Base(), Info: c.Info(), Live: true, ByTime: byTime, Timeline: c.Timeline(), Now: c.Now()}, nil
+	}
+	a, err := p.hub.Asset(res.Stream)
+	if err != nil {
+		return nil, err
+	}
+	return &StreamView{Base: res.Base(), Info: a.Info(), ByTime: byTime}, nil
+}
+
+// segmentNumber resolves the number of a segment request (also one named by time).
+func (p *Pusher) segmentNumber(res Resource) (uint64, bool) {
+	if !res.ByTime {
+		return res.Number, true
+	}
+	if res.Live {
+		c, err := p.hub.Channel(res.Stream)
+		if err != nil {
+			return 0, false
+		}
+		s, err := c.SegmentAt(res.Track, res.Time, c.Now())
+		if err != nil {
+			return 0, false
+		}
+		return s.Number, true
+	}
+	a, err := p.hub.Asset(res.Stream)
+	if err != nil {
+		return 0, false
+	}
+	ref, _, err := a.SegmentAt(res.Track, res.Time)
+	if err != nil {
+		return 0, false
+	}
+	return ref.Number, true
+}
+
+// promise sends the PUSH_PROMISEs of pl not yet sent on this connection. It returns
+// what it could not push (the client refuses push, or its stream limit is reached),
+// for Link headers instead.
+func (p *Pusher) promise(w http.ResponseWriter, r *http.Request, key connKey, pl *plan) []Push {
+	pusher, ok := w.(http.Pusher)
+	if !ok {
+		return pl.pushes
+	}
+	var todo []Push
+	p.sessions.with(key, true, func(s *session) {
+		for _, x := range pl.pushes {
+			if !s.pushed[x.Path] && len(s.pushed) < maxPushedPerConn {
+				s.pushed[x.Path] = true
+				todo = append(todo, x)
+			}
+		}
+	})
+	for i, x := range todo {
+		// Each promise holds the connection state until its request arrives, and its
+		// number orders promised responses of equal priority.
+		cs := p.conns.get(key)
+		seq := cs.promiseSeq()
+		opts := &http.PushOptions{Header: http.Header{HeaderPush: {pl.strategy.String() + ";seq=" + strconv.FormatUint(seq, 10)}}}
+		err := pusher.Push(x.Path, opts)
+		if err == nil {
+			p.st.promised.Add(1)
+			continue
+		}
+		cs.arrive(seq)
+		p.conns.put(key, cs)
+		rest := todo[i:]
+		p.unmark(key, rest)
+		switch {
+		case errors.Is(err, http.ErrNotSupported):
+			p.st.refused.Add(int64(len(rest)))
+			return rest // the client said SETTINGS_ENABLE_PUSH=0
+		case strings.Contains(err.Error(), "SETTINGS_MAX_CONCURRENT_STREAMS"):
+			p.st.limited.Add(int64(len(rest)))
+			p.log.Debug("push limit reached", "path", r.URL.Path, "left", len(rest))
+		default:
+			p.log.Debug("push failed", "path", x.Path, "err", err)
+		}
+		return nil
+	}
+	return nil
+}
+
+func (p *Pusher) unmark(key connKey, ps []Push) {
+	p.sessions.with(key, false, func(s *session) {
+		if s != nil {
+			for _, x := range ps {
+				delete(s.pushed, x.Path)
+			}
+		}
+	})
+}
+
+// maxLinks bounds the Link headers of one response; linksPerLine links share a header
+// line (RFC 8288 allows a comma-separated list): h2o's HTTP/1 upstream parser takes
+// at most 100 header lines, and "all" names a couple of hundred resources.
+const (
+	maxLinks     = 256
+	linksPerLine = 24
+)
+
+// linkHeaders names what would have been pushed as Link: rel=preload, for a proxy in
+// front (h2o pushes those) or a client that cannot take pushes.
+func (p *Pusher) linkHeaders(w http.ResponseWriter, ps []Push) {
+	h := w.Header()
+	var line []string
+	for i, x := range ps {
+		if i == maxLinks {
+			break
+		}
+		line = append(line, preload(x.Path, x.Kind))
+		if len(line) == linksPerLine {
+			h.Add("Link", strings.Join(line, ", "))
+			line = line[:0]
+		}
+		p.st.links.Add(1)
+	}
+	if len(line) > 0 {
+		h.Add("Link", strings.Join(line, ", "))
+	}
+}
+
+func preload(path string, k ResourceKind) string {
+	as := "fetch"
+	switch {
+	case strings.HasSuffix(strings.SplitN(path, "?", 2)[0], ".js"):
+		as = "script"
+	case strings.HasSuffix(strings.SplitN(path, "?", 2)[0], ".css"):
+		as = "style"
+	}
+	if as == "fetch" {
+		return "<" + path + ">; rel=preload; as=fetch; crossorigin"
+	}
+	_ = k
+	return "<" + path + ">; rel=preload; as=" + as
+}
+
+// pageHints are the player page's Early Hints: its script and style, and for a deep
+// link to a stream, the stream's manifest and init segments.
+func (p *Pusher) pageHints(q map[string][]string, v *StreamView) []string {
+	var out []string
+	for _, a := range p.page.assets {
+		out = append(out, preload(a, KindOther))
+	}
+	if v == nil {
+		return out
+	}
+	file := "manifest.mpd"
+	switch {
+	case len(q["player"]) > 0 && q["player"][0] == "hlsjs":
+		file = "master.m3u8"
+	case v.ByTime:
+		file = "manifest-timeline.mpd"
+	}
+	out = append(out, preload(v.Base+file, KindManifest))
+	for _, t := range v.Info.Tracks {
+		out = append(out, preload(v.Base+t.ID+"/init.mp4", KindInit))
+	}
+	return out
+}
+
+// sendEarlyHints writes 103 Early Hints with Link headers, which stay on the final
+// response too. It writes to the innermost ResponseWriter, so wrappers that note the
+// status of the response (the origin's metrics) see the final status, not 103.
+func sendEarlyHints(w http.ResponseWriter, links []string) {
+	h := w.Header()
+	for _, l := range links {
+		h.Add("Link", l)
+	}
+	inner := w
+	for {
+		u, ok := inner.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			break
+		}
+		inner = u.Unwrap()
+	}
+	inner.WriteHeader(http.StatusEarlyHints)
+}
+
+// servePushed answers a promised request when its turn comes: live segments when
+// they are available, then one response at a time per connection, earliest media
+// first, pausing while the client's own requests are answered.
+func (p *Pusher) servePushed(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	ctx := r.Context()
+	key := keyOf(r)
+	cs := p.conns.get(key)
+	defer p.conns.put(key, cs)
+	_, seqText, _ := strings.Cut(r.Header.Get(HeaderPush), ";seq=")
+	seq, _ := strconv.ParseUint(seqText, 10, 64)
+	if cs.arrive(seq) {
+		p.conns.put(key, cs) // the reference its promise took
+	} else {
+		seq = 0
+	}
+	res := ParsePath(strings.SplitN(r.URL.Path, "?", 2)[0])
+	prio, avail := p.pushTiming(res)
+	fail := func() {
+		p.st.cancelled.Add(1)
+		p.unmark(key, []Push{{Path: r.URL.RequestURI()}})
+	}
+	if !avail.IsZero() {
+		if err := sleepUntil(ctx, avail, p.clockOf(res)); err != nil {
+			fail()
+			return
+		}
+	}
+	release, err := cs.acquire(ctx, prio, seq)
+	if err != nil {
+		fail()
+		return
+	}
+	defer release()
+	pw := &pushWriter{ResponseWriter: w, ctx: ctx, cs: cs}
+	next.ServeHTTP(pw, r)
+	// Flush before the turn ends: net/http sends what is still buffered only after
+	// the handler returns, and the next promised response must not overtake it.
+	// (Flush returns once the frames are written; END_STREAM follows on its own.)
+	if pw.err == nil && ctx.Err() == nil {
+		_ = http.NewResponseController(pw).Flush()
+	}
+	if pw.err != nil || ctx.Err() != nil {
+		fail()
+		return
+	}
+	p.st.completed.Add(1)
+	p.st.bytes.Add(pw.n)
+}
+
+// pushTiming is the priority of a promised resource and, for a live segment, when it
+// becomes available.
+func (p *Pusher) pushTiming(res Resource) (prio float64, avail time.Time) {
+	if res.Kind != KindSegment {
+		return -1, time.Time{}
+	}
+	if res.Live {
+		c, err := p.hub.Channel(res.Stream)
+		if err != nil {
+			return 0, time.Time{}
+		}
+		tl := c.Timeline()
+		n := res.Number
+		if res.ByTime {
+			if t, err := c.Info().Track(res.Track); err == nil {
+				n = uint64(t.Duration(res.Time) / tl.SegmentDuration)
+			}
+		}
+		return float64(n) * tl.SegmentDuration.Seconds(), tl.Availability(n)
+	}
+	a, err := p.hub.Asset(res.Stream)
+	if err != nil {
+		return 0, time.Time{}
+	}
+	t, err := a.Info().Track(res.Track)
+	if err != nil {
+		return 0, time.Time{}
+	}
+	if res.ByTime {
+		return float64(res.Time) / float64(t.Timescale), time.Time{}
+	}
+	ref, _, err := a.Segment(res.Track, res.Number)
+	if err != nil {
+		return 0, time.Time{}
+	}
+	return float64(ref.Start) / float64(t.Timescale), time.Time{}
+}
+
+func (p *Pusher) clockOf(res Resource) func() time.Time {
+	if c, err := p.hub.Channel(res.Stream); err == nil {
+		return c.Now
+	}
+	return time.Now
+}
+
+// maxLiveWait bounds how long a promised live segment waits to become available.
+const maxLiveWait = 10 * time.Minute
+
+func sleepUntil(ctx context.Context, t time.Time, now func() time.Time) error {
+	d := t.Sub(now())
+	if d <= 0 {
+		return nil
+	}
+	if d > maxLiveWait {
+		return fmt.Errorf("segment available in %v: too far ahead", d)
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// pushWriter is the ResponseWriter of a promised response: it pauses between writes
+// while the client's own requests are answered and counts the body bytes.
+type pushWriter struct {
+	http.ResponseWriter
+	ctx context.Context
+	cs  *connState
+	n   int64
+	err error
+}
+
+func (w *pushWriter) Write(b []byte) (int, error) {
+	if err := w.cs.yield(w.ctx); err != nil {
+		w.err = err
+		return 0, err
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.n += int64(n)
+	if err != nil {
+		w.err = err
+	}
+	return n, err
+}
+
+func (w *pushWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// writeError answers with the origin's JSON error shape.
+func writeError(w http.ResponseWriter, status int, err error) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": err.Error(), "status": status})
+}

@@ -1,0 +1,282 @@
+package pars
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+)
+
+// The study's model of N parallel TCP connections sharing a bottleneck of capacity C
+// with M competing flows:
+//
+//	X_N = N·C / (N + M)
+//
+// From the throughput of one connection (X1) and of two (X2), measured after slow
+// start, it follows that
+//
+//	C = X1·X2 / (2·X1 − X2)        M = 2·(X2 − X1) / (2·X1 − X2)
+//
+// which is valid only for X1 < X2 < 2·X1. Since 1/X_N = 1/C + (M/C)·(1/N), the same
+// two numbers are the intercept and slope of a line through (1/1, 1/X1) and
+// (1/2, 1/X2).
+
+// Domain errors of Solve.
+var (
+	ErrNoGain       = errors.New("X2 ≤ X1: a second connection added no throughput (one connection already fills the bottleneck, or the samples are noise); the model has no solution there")
+	ErrSuperlinear  = errors.New("X2 ≥ 2·X1: two connections more than doubled one (the single connection was held back by something the model leaves out: slow start, a loss burst, the server); C would be infinite or negative")
+	ErrNoThroughput = errors.New("no throughput measured")
+)
+
+// Solve returns the bottleneck capacity C (in the unit of x1 and x2) and the number
+// of competing flows M from X1 and X2. Outside X1 < X2 < 2·X1 it returns an error
+// saying why.
+func Solve(x1, x2 float64) (c, m float64, err error) {
+	switch {
+	case !(x1 > 0) || !(x2 > 0) || math.IsInf(x1, 0) || math.IsInf(x2, 0):
+		return 0, 0, ErrNoThroughput
+	case x2 <= x1:
+		return 0, 0, ErrNoGain
+	case x2 >= 2*x1:
+		return 0, 0, ErrSuperlinear
+	}
+	d := 2*x1 - x2
+	return x1 * x2 / d, 2 * (x2 - x1) / d, nil
+}
+
+// Throughput is the model's X_N.
+func Throughput(n int, c, m float64) float64 { return float64(n) * c / (float64(n) + m) }
+
+// Choose returns the smallest N in [1, maxN] whose X_N reaches share of C, that is
+// N ≥ share·M/(1−share); maxN when none does.
+func Choose(m, share float64, maxN int) int {
+	maxN = max(maxN, 1)
+	if share <= 0 || m <= 0 {
+		return 1
+	}
+	if share >= 1 {
+		return maxN
+	}
+	n := math.Ceil(share*m/(1-share) - 1e-9)
+	if n > float64(maxN) {
+		return maxN
+	}
+	return max(int(n), 1)
+}
+
+// EstimatorConfig tunes an Estimator. Zero fields take the defaults.
+type EstimatorConfig struct {
+	// Share is the share of the estimated capacity C the chosen N must reach (0.8).
+	Share float64
+	// Max bounds N (8, the study's largest).
+	Max int
+	// Fallback is N when the estimate is invalid because X2 ≥ 2·X1 and no earlier
+	// estimate was valid (min(4, Max)). When X2 ≤ X1 the estimator uses 1: a second
+	// connection was measured to add nothing.
+	Fallback int
+	// ProbeSamples is how many valid samples to average at N = 2 and at N = 1 (2).
+	ProbeSamples int
+	// ReprobeEvery measures X1 and X2 again after this many samples at the chosen N (30).
+	ReprobeEvery int
+	// Tolerance: two samples in a row further than this share from the model's X_N
+	// (the network changed) start a new probe (0.35).
+	Tolerance float64
+}
+
+func (c EstimatorConfig) withDefaults() EstimatorConfig {
+	if c.Share <= 0 || c.Share >= 1 {
+		c.Share = 0.8
+	}
+	if c.Max <= 0 {
+		c.Max = 8
+	}
+	if c.Fallback <= 0 {
+		c.Fallback = 4
+	}
+	c.Fallback = min(c.Fallback, c.Max)
+	if c.ProbeSamples <= 0 {
+		c.ProbeSamples = 2
+	}
+	if c.ReprobeEvery <= 0 {
+		c.ReprobeEvery = 30
+	}
+	if c.Tolerance <= 0 {
+		c.Tolerance = 0.35
+	}
+	return c
+}
+
+// Estimate is the estimator's current view.
+type Estimate struct {
+	X1, X2      float64 // bit/s, after slow start
+	Capacity    float64 // C, bit/s; 0 when not valid
+	Competing   float64 // M; 0 when not valid
+	Connections int     // the N in use
+	Valid       bool    // C and M come from X1 < X2 < 2·X1
+	Reason      string  // how N was chosen, or why the model could not be used
+	Estimates   int     // how many times X1 and X2 were measured
+	At          time.Time
+}
+
+type phase int
+
+const (
+	probing phase = iota // measuring X2 and X1, alternately
+	running              // using the chosen N
+)
+
+type accum struct {
+	bytes float64
+	secs  float64
+	n     int
+}
+
+func (a accum) rate() float64 {
+	if a.secs <= 0 {
+		return 0
+	}
+	return a.bytes * 8 / a.secs
+}
+
+// Estimator chooses N for ParS: it measures X2 (N = 2) and X1 (N = 1) on real
+// segment downloads, solves the model, uses the smallest N that reaches the chosen
+// share of C, and measures again periodically or when the throughput at that N
+// leaves the model's prediction. It alternates 2, 1, 2, 1, …: under random loss a
+// connection runs above its long-run rate for a while after slow start, so measuring
+// all of X2 first on fresh connections and X1 later made X2 look several times X1 in
+// the lab; alternating gives both the same mix of young and older connections. It
+// starts with 2 so that start-up runs on two connections rather than one. It is safe
+// for concurrent use.
+type Estimator struct {
+	cfg EstimatorConfig
+	now func() time.Time
+
+	mu      sync.Mutex
+	ph      phase
+	acc     map[int]*accum
+	est     Estimate
+	prevN   int // last N from a valid estimate, 0 if none
+	since   int // samples at the chosen N since the estimate
+	outside int // consecutive samples outside the tolerance
+}
+
+// NewEstimator returns an estimator that starts by probing.
+func NewEstimator(cfg EstimatorConfig) *Estimator {
+	cfg = cfg.withDefaults()
+	e := &Estimator{cfg: cfg, now: time.Now}
+	e.reprobe("measuring X2 and X1")
+	if cfg.Max == 1 {
+		e.ph = running
+		e.est.Connections, e.est.Reason = 1, "at most one connection allowed"
+	}
+	return e
+}
+
+// Config returns the configuration with defaults filled in.
+func (e *Estimator) Config() EstimatorConfig { return e.cfg }
+
+func (e *Estimator) reprobe(why string) {
+	e.ph = probing
+	e.acc = map[int]*accum{1: {}, 2: {}}
+	e.since, e.outside = 0, 0
+	e.est.Reason = why
+}
+
+// Next is the N to use for the next segment.
+func (e *Estimator) Next() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.ph == probing {
+		return e.probeN()
+	}
+	return e.est.Connections
+}
+
+// probeN is the N the probe needs next: 2 until X2 has as many samples as X1.
+// Callers hold e.mu.
+func (e *Estimator) probeN() int {
+	if e.acc[2].n <= e.acc[1].n {
+		return 2
+	}
+	return 1
+}
+
+// Current returns the current estimate.
+func (e *Estimator) Current() Estimate {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.est
+}
+
+// Observe adds a throughput sample: bytes received in d with n connections, measured
+// after slow start. Samples at an N the estimator did not ask for are ignored.
+func (e *Estimator) Observe(n int, bytes int64, d time.Duration) {
+	if bytes <= 0 || d <= 0 {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch e.ph {
+	case probing:
+		if n != e.probeN() {
+			return
+		}
+		a := e.acc[n]
+		a.bytes += float64(bytes)
+		a.secs += d.Seconds()
+		a.n++
+		if e.acc[1].n >= e.cfg.ProbeSamples && e.acc[2].n >= e.cfg.ProbeSamples {
+			e.solve()
+		}
+	case running:
+		if n != e.est.Connections {
+			return
+		}
+		e.since++
+		if e.est.Valid {
+			x := float64(bytes) * 8 / d.Seconds()
+			pred := Throughput(n, e.est.Capacity, e.est.Competing)
+			if math.Abs(x-pred) > e.cfg.Tolerance*pred {
+				e.outside++
+			} else {
+				e.outside = 0
+			}
+			if e.outside >= 2 {
+				e.reprobe(fmt.Sprintf("throughput with N=%d left the model (%.0f kbit/s measured, %.0f predicted): measuring again", n, x/1000, pred/1000))
+				return
+			}
+		}
+		if e.since >= e.cfg.ReprobeEvery {
+			e.reprobe("periodic re-estimate")
+		}
+	}
+}
+
+// solve turns the probes into an estimate. Callers hold e.mu.
+func (e *Estimator) solve() {
+	x1, x2 := e.acc[1].rate(), e.acc[2].rate()
+	est := Estimate{X1: x1, X2: x2, Estimates: e.est.Estimates + 1, At: e.now()}
+	c, m, err := Solve(x1, x2)
+	switch {
+	case err == nil:
+		est.Valid, est.Capacity, est.Competing = true, c, m
+		est.Connections = Choose(m, e.cfg.Share, e.cfg.Max)
+		est.Reason = fmt.Sprintf("C %.0f kbit/s, M %.2f: N=%d reaches %.0f%% of C (target %.0f%%, max %d)",
+			c/1000, m, est.Connections, 100*Throughput(est.Connections, c, m)/c, 100*e.cfg.Share, e.cfg.Max)
+		e.prevN = est.Connections
+	case errors.Is(err, ErrNoGain):
+		est.Connections = 1
+		est.Reason = fmt.Sprintf("model not usable (X1 %.0f, X2 %.0f kbit/s): %v; using N=1", x1/1000, x2/1000, err)
+	default:
+		est.Connections = e.cfg.Fallback
+		from := "the configured fallback"
+		if e.prevN > 0 {
+			est.Connections, from = e.prevN, "the last valid estimate"
+		}
+		est.Reason = fmt.Sprintf("model not usable (X1 %.0f, X2 %.0f kbit/s): %v; using N=%d from %s", x1/1000, x2/1000, err, est.Connections, from)
+	}
+	e.est = est
+	e.ph = running
+	e.since, e.outside = 0, 0
+}

@@ -1,0 +1,177 @@
+// Command study reproduces the ParS measurements (issue #6) under emulated networks:
+// aggregate throughput against the number of connections N for several loss rates,
+// RTTs, link rates and numbers of competing TCP flows; the model's estimates of the
+// capacity C and competing flows M against the true values; segment download time
+// against segment size; start-up time of ParS against Parallel; and aria2c
+// (-x N -s N -k 1M) on the same segment files and links, side by side.
+//
+// It needs root (network namespaces), FFmpeg (to package the synthetic content) and
+// aria2c. Run from the repository root:
+//
+//	sudo go run ./internal/transport/pars/study -out docs/results
+//
+// Each part writes docs/results/pars-<part>/{results.json,results.csv,report.html}
+// with the lab's report format; -parts picks parts, -quick makes a small run.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/streambed/streambed/internal/lab/experiment"
+	"github.com/streambed/streambed/internal/lab/netem"
+)
+
+type options struct {
+	out, cache, cc string
+	parts          map[string]bool
+	quick          bool
+	reps           int
+	budget         time.Duration
+	autoBudget     time.Duration
+	queue          netem.Queue
+	seed           uint64
+	only           string
+	progress       io.Writer
+}
+
+func main() {
+	var o options
+	var parts, queue string
+	flag.StringVar(&o.out, "out", "docs/results", "folder for the pars-* result folders")
+	flag.StringVar(&o.cache, "cache", ".cache/pars-study", "packaged content, reused across runs")
+	flag.StringVar(&o.cc, "cc", "cubic", "TCP congestion control of the origin's connections (the sender): cubic, reno, bbr, or \"\" for the system default")
+	flag.StringVar(&parts, "parts", "throughput,model,segsize,startup", "parts to run: throughput (ParS and aria2c), model (ParS cells and the estimator), segsize, startup")
+	flag.BoolVar(&o.quick, "quick", false, "a small run: default profile only, one repetition, short budgets")
+	flag.IntVar(&o.reps, "reps", 2, "repetitions of every cell")
+	flag.DurationVar(&o.budget, "budget", 8*time.Second, "transfer time per throughput cell")
+	flag.DurationVar(&o.autoBudget, "auto-budget", 20*time.Second, "transfer time of the auto (estimator) run per condition")
+	flag.StringVar(&queue, "queue", "100ms", "drop-tail queue of the bottleneck (netem queue: packets, bytes or latency)")
+	flag.Uint64Var(&o.seed, "seed", 6, "seed of the emulated loss")
+	flag.StringVar(&o.only, "conditions", "", "comma-separated condition names to run (default: all, e.g. loss=1%,rtt=150ms,competing=2)")
+	flag.Parse()
+	o.parts = map[string]bool{}
+	for _, p := range strings.Split(parts, ",") {
+		o.parts[strings.TrimSpace(p)] = true
+	}
+	q, err := netem.ParseQueue(queue)
+	if err != nil {
+		log.Fatal(err)
+	}
+	o.queue = q
+	if o.quick {
+		o.reps, o.budget, o.autoBudget = 1, 4*time.Second, 10*time.Second
+	}
+	o.progress = os.Stderr
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// The study's default link and the variations the issue asks for.
+var (
+	defaultCond = condition{Name: "default", Rate: 10 * netem.Mbit, RTT: 50 * time.Millisecond, Loss: 1}
+	connections = []int{1, 2, 4, 8}
+)
+
+func conditions(quick bool) []condition {
+	if quick {
+		return []condition{defaultCond}
+	}
+	var cs []condition
+	with := func(name string, f func(*condition)) {
+		c := defaultCond
+		c.Name = name
+		f(&c)
+		cs = append(cs, c)
+	}
+	for _, l := range []float64{0.1, 0.5, 1, 2} {
+		with(fmt.Sprintf("loss=%g%%", l), func(c *condition) { c.Loss = l })
+	}
+	for _, r := range []time.Duration{100 * time.Millisecond, 150 * time.Millisecond} {
+		with("rtt="+r.String(), func(c *condition) { c.RTT = r })
+	}
+	for _, r := range []netem.Rate{5 * netem.Mbit, 20 * netem.Mbit} {
+		with("rate="+r.String(), func(c *condition) { c.Rate = r })
+	}
+	for _, m := range []int{2, 4} {
+		with(fmt.Sprintf("competing=%d", m), func(c *condition) { c.Competing = m })
+	}
+	return cs
+}
+
+func run(ctx context.Context, o options) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("the study needs root for network namespaces")
+	}
+	if !hasAria() {
+		return errNoAria
+	}
+	durs := []time.Duration{2 * time.Second}
+	if o.parts["segsize"] {
+		durs = []time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}
+	}
+	dirs, err := packageContent(ctx, o.cache, durs, 48*time.Second, "720p:3000k", o.progress)
+	if err != nil {
+		return err
+	}
+	l, err := upLab(ctx, dirs, defaultCond, o.queue, o.cc, o.seed)
+	if err != nil {
+		return err
+	}
+	defer l.close()
+	fmt.Fprintf(o.progress, "network: %s backend (%s); origin at %s sending with %q\n", l.nw.Backend(), l.nw.Why(), l.base, o.cc)
+	meta := func(name string) *experiment.Results {
+		r := &experiment.Results{Started: time.Now().UTC(), Backend: string(l.nw.Backend()), Command: strings.Join(os.Args, " ")}
+		r.Host, _ = os.Hostname()
+		if b, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
+			r.Commit = strings.TrimSpace(string(b)) + " (+ working tree)"
+		}
+		_ = name
+		return r
+	}
+	if o.parts["throughput"] || o.parts["model"] {
+		save := func(thr, model *experiment.Results) error {
+			if o.parts["throughput"] {
+				if err := thr.Write(filepath.Join(o.out, "pars-throughput")); err != nil {
+					return err
+				}
+			}
+			return model.Write(filepath.Join(o.out, "pars-model"))
+		}
+		if _, _, err := throughputAndModel(ctx, l, o, meta, save); err != nil {
+			return err
+		}
+	}
+	if o.parts["segsize"] {
+		r, err := segmentSizes(ctx, l, o, meta("segsize"))
+		if err != nil {
+			return err
+		}
+		if err := r.Write(filepath.Join(o.out, "pars-segsize")); err != nil {
+			return err
+		}
+	}
+	if o.parts["startup"] {
+		r, err := startup(ctx, l, o, meta("startup"))
+		if err != nil {
+			return err
+		}
+		if err := r.Write(filepath.Join(o.out, "pars-startup")); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(o.progress, "done: results in %s/pars-*\n", o.out)
+	return nil
+}

@@ -1,0 +1,462 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/streambed/streambed/internal/lab/experiment"
+	"github.com/streambed/streambed/internal/player"
+	"github.com/streambed/streambed/internal/player/abr"
+	"github.com/streambed/streambed/internal/player/dash"
+	"github.com/streambed/streambed/internal/transport/pars"
+)
+
+func names(cs []condition) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+func itoas(ns []int) []string {
+	var out []string
+	for _, n := range ns {
+		out = append(out, strconv.Itoa(n))
+	}
+	return out
+}
+
+func round(v float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(v*p) / p
+}
+
+// steadyRate is Σbytes·8/Σtime of the samples with n connections (0 if none).
+func steadyRate(samples []pars.Sample, n int) float64 {
+	var b, s float64
+	for _, x := range samples {
+		if x.N == n {
+			b += float64(x.Bytes)
+			s += x.D.Seconds()
+		}
+	}
+	if s == 0 {
+		return 0
+	}
+	return b * 8 / s
+}
+
+// goodput is the TCP payload rate of a link that carries 1500-byte IP packets (1448
+// bytes of payload with TCP timestamps): the true C of the model.
+func goodput(rate float64) float64 { return rate * 1448 / 1500 }
+
+// parsCell downloads the segments back to back with ParS over n connections (fresh
+// connections, then persistent) until budget has passed.
+func parsCell(ctx context.Context, l *lab, urls []string, n int, budget time.Duration) (m map[string]any, samples []pars.Sample, count int, err error) {
+	c, err := pars.New(pars.Options{Connections: n, ConnOptions: pars.ConnOptions{DialContext: l.dial}})
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	defer c.Close()
+	start := time.Now()
+	var bytes int64
+	for time.Since(start) < budget {
+		resp, err := c.FetchURL(ctx, urls[count%len(urls)], n)
+		if err != nil {
+			return nil, nil, count, err
+		}
+		bytes += resp.PayloadBytes
+		count++
+	}
+	el := time.Since(start)
+	st := c.Stats()
+	thr := float64(bytes) * 8 / el.Seconds()
+	return map[string]any{
+		"throughput_kbps": round(thr/1000, 1),
+		"steady_kbps":     round(steadyRate(st.Samples, n)/1000, 1),
+		"segments":        count,
+		"mbytes":          round(float64(bytes)/1e6, 3),
+		"retries":         st.Retries,
+	}, st.Samples, count, nil
+}
+
+// ariaCell downloads the first count segments (cycled) with aria2c within budget.
+func ariaCell(ctx context.Context, l *lab, urls []string, sizes []int64, count, n int, budget time.Duration) (map[string]any, error) {
+	var us []string
+	var ss []int64
+	for i := 0; i < max(count, 1); i++ {
+		us = append(us, urls[i%len(urls)])
+		ss = append(ss, sizes[i%len(sizes)])
+	}
+	r, err := l.runAria(ctx, us, ss, n, budget)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{
+		"throughput_kbps": round(float64(r.Bytes)*8/r.Elapsed.Seconds()/1000, 1),
+		"segments":        r.Files,
+		"mbytes":          round(float64(r.Bytes)/1e6, 3),
+		"command":         r.Args,
+	}, nil
+}
+
+// autoRun lets ParS choose N with the model for budget and returns its last estimate
+// and the N of every segment. wholeSegment selects whole-segment throughput samples.
+func autoRun(ctx context.Context, l *lab, urls []string, budget time.Duration, wholeSegment bool) (pars.Estimate, []int, error) {
+	c, err := pars.New(pars.Options{Auto: true, WholeSegmentSamples: wholeSegment, ConnOptions: pars.ConnOptions{DialContext: l.dial}})
+	if err != nil {
+		return pars.Estimate{}, nil, err
+	}
+	defer c.Close()
+	var ns []int
+	start := time.Now()
+	for i := 0; time.Since(start) < budget; i++ {
+		if _, err := c.Fetch(ctx, player.SegmentRequest{Kind: player.RequestMedia, URL: urls[i%len(urls)]}); err != nil {
+			return pars.Estimate{}, ns, err
+		}
+		ns = append(ns, c.Connections())
+	}
+	est, _ := c.Estimate()
+	return est, ns, nil
+}
+
+// throughputAndModel runs the throughput cells (ParS and aria2c) and the model per
+// condition; save is called after every condition with the results so far.
+func throughputAndModel(ctx context.Context, l *lab, o options, meta func(string) *experiment.Results, save func(thr, model *experiment.Results) error) (*experiment.Results, *experiment.Results, error) {
+	conds := conditions(o.quick)
+	if o.only != "" {
+		var keep []condition
+		for _, c := range conds {
+			if slices.Contains(strings.Split(o.only, ","), c.Name) {
+				keep = append(keep, c)
+			}
+		}
+		if len(keep) == 0 {
+			return nil, nil, fmt.Errorf("-conditions %q matches none of %v", o.only, names(conds))
+		}
+		conds = keep
+	}
+	urls, sizes, err := l.segmentURLs(2 * time.Second)
+	if err != nil {
+		return nil, nil, err
+	}
+	var total int64
+	for _, s := range sizes {
+		total += s
+	}
+	fmt.Fprintf(o.progress, "segments: %d of 2 s, mean %.0f kB\n", len(sizes), float64(total)/float64(len(sizes))/1000)
+	thr := meta("throughput")
+	thr.Scenario = &experiment.Scenario{
+		Name:  "pars-throughput",
+		Title: "ParS — aggregate throughput against connections per segment, with aria2c",
+		Description: fmt.Sprintf("Each cell downloads the 2 s video segments (720p, 3 Mbit/s) back to back for %s: ParS with N ranges over N connections per segment, "+
+			"and aria2c (%s) on the same files. Default link 10 Mbit/s, RTT 50 ms, 1%% random loss each way; one parameter varied per condition; "+
+			"competing=M adds M long-lived TCP downloads on the same link. Origin sends with %q; bottleneck queue %s.", o.budget, ariaArgs(0)[0]+" -x N -s N -k 1M -j 1", o.cc, o.queue),
+		Reference:   "ParS: parallel range requests per segment (issue #6)",
+		Matrix:      experiment.Matrix{{Name: "condition", Values: names(conds)}, {Name: "client", Values: []string{"pars", "aria2c"}}, {Name: "connections", Values: itoas(connections)}},
+		Repetitions: o.reps,
+		Metrics:     []string{"throughput_kbps", "link_share", "steady_kbps", "segments", "retries"},
+		Plot:        experiment.Plot{X: "connections", Series: "client"},
+		Published: []experiment.Published{
+			{Metric: "link_share", Where: map[string]string{"condition": "rtt=150ms", "client": "pars", "connections": "1"}, Value: 0.13, Source: "study: one connection, 150 ms, 1% loss"},
+		},
+	}
+	model := meta("model")
+	model.Scenario = &experiment.Scenario{
+		Name:  "pars-model",
+		Title: "ParS — the model's C and M against the truth",
+		Description: "Per condition, ParS downloads the 2 s segments back to back with N = 1, 2, 4, 8 for " + o.budget.String() + " each. " +
+			"x1/x2 are its throughput after slow start (each connection from 4 RTTs after its first byte to its end, summed), agg_x1/agg_x2 its whole-run throughput " +
+			"(all bytes over all the time: requests, slow start and the wait for the slowest range included). C and M follow from X_N = N·C/(N+M) for each; " +
+			"the true C is the link's TCP payload rate (1448 of 1500 bytes), the true M the competing flows. *_pred compare the model's X4 and X8 with the measured ones; " +
+			"best_n is the N with the highest whole-run throughput, agg_chosen_n the N the model fitted to whole-run throughput would choose (80% of C, at most 8). " +
+			"auto_* is ParS --connections auto (samples after slow start) left to run for " + o.autoBudget.String() + ", autoseg_* the same with whole-segment samples.",
+		Matrix:      experiment.Matrix{{Name: "condition", Values: names(conds)}},
+		Repetitions: o.reps,
+		Metrics: []string{"x1_kbps", "x2_kbps", "valid", "capacity_kbps", "capacity_true_kbps", "competing_flows", "competing_true",
+			"x4_pred_kbps", "x4_kbps", "x8_pred_kbps", "x8_kbps",
+			"agg_x1_kbps", "agg_x2_kbps", "agg_valid", "agg_capacity_kbps", "agg_competing_flows", "agg_x4_pred_kbps", "agg_x4_kbps", "agg_x8_pred_kbps", "agg_x8_kbps",
+			"best_n", "agg_chosen_n", "auto_connections", "auto_capacity_kbps", "auto_competing_flows", "autoseg_connections", "autoseg_capacity_kbps", "autoseg_competing_flows",
+			"competitors_kbps"},
+	}
+	clients := 1
+	if o.parts["throughput"] {
+		clients = 2
+	}
+	cells := len(conds) * len(connections) * clients * o.reps
+	done := 0
+	for rep := 1; rep <= o.reps; rep++ {
+		for _, c := range conds {
+			if err := l.nw.SetLink("client", "server", c.profile(o.queue)); err != nil {
+				return nil, nil, err
+			}
+			comp := (*competitors)(nil)
+			if c.Competing > 0 {
+				comp = l.startCompetitors(ctx, c.Competing)
+				if err := sleepCtx(ctx, 3*time.Second); err != nil { // let them reach their share
+					return nil, nil, err
+				}
+			}
+			measured, whole := map[int]float64{}, map[int]float64{}
+			for _, n := range connections {
+				if err := ctx.Err(); err != nil {
+					return nil, nil, err
+				}
+				cell := experiment.Cell{"condition": c.Name, "client": "pars", "connections": strconv.Itoa(n)}
+				run := experiment.Run{Key: thr.Scenario.Key(cell), Cell: cell, Rep: rep}
+				t0 := time.Now()
+				m, s, count, err := parsCell(ctx, l, urls, n, o.budget)
+				run.Seconds = time.Since(t0).Seconds()
+				if err != nil {
+					run.Error = err.Error()
+				} else {
+					m["link_share"] = round(m["throughput_kbps"].(float64)*1000/float64(c.Rate), 3)
+					run.Metrics = m
+					measured[n] = steadyRate(s, n)
+					whole[n] = m["throughput_kbps"].(float64) * 1000
+				}
+				thr.Runs = append(thr.Runs, run)
+				done++
+				fmt.Fprintf(o.progress, "[%d/%d] rep %d %s pars N=%d: %v kbit/s (%.0f s) %s\n", done, cells, rep, c.Name, n, m["throughput_kbps"], run.Seconds, run.Error)
+				if !o.parts["throughput"] {
+					continue
+				}
+
+				cell = experiment.Cell{"condition": c.Name, "client": "aria2c", "connections": strconv.Itoa(n)}
+				run = experiment.Run{Key: thr.Scenario.Key(cell), Cell: cell, Rep: rep}
+				t0 = time.Now()
+				am, err := ariaCell(ctx, l, urls, sizes, count, n, o.budget)
+				run.Seconds = time.Since(t0).Seconds()
+				if err != nil {
+					run.Error = err.Error()
+				} else {
+					am["link_share"] = round(am["throughput_kbps"].(float64)*1000/float64(c.Rate), 3)
+					run.Metrics = am
+				}
+				thr.Runs = append(thr.Runs, run)
+				done++
+				fmt.Fprintf(o.progress, "[%d/%d] rep %d %s aria2c -x %d: %v kbit/s (%.0f s) %s\n", done, cells, rep, c.Name, n, am["throughput_kbps"], run.Seconds, run.Error)
+			}
+			mm := modelMetrics(c, measured, whole)
+			if o.parts["model"] {
+				for _, mode := range []string{"auto", "autoseg"} {
+					est, ns, err := autoRun(ctx, l, urls, o.autoBudget, mode == "autoseg")
+					if err != nil {
+						mm[mode+"_error"] = err.Error()
+						continue
+					}
+					mm[mode+"_connections"] = est.Connections
+					mm[mode+"_sequence"] = ns
+					mm[mode+"_note"] = est.Reason
+					if est.Valid {
+						mm[mode+"_capacity_kbps"] = round(est.Capacity/1000, 1)
+						mm[mode+"_competing_flows"] = round(est.Competing, 2)
+					}
+				}
+				fmt.Fprintf(o.progress, "      rep %d %s model: %v | whole-run: %v; auto: %v; autoseg: %v\n", rep, c.Name, mm["note"], mm["agg_note"], mm["auto_note"], mm["autoseg_note"])
+			}
+			if comp != nil {
+				mm["competitors_kbps"] = round(comp.stop()/1000, 1)
+			}
+			cell := experiment.Cell{"condition": c.Name}
+			model.Runs = append(model.Runs, experiment.Run{Key: model.Scenario.Key(cell), Cell: cell, Rep: rep, Metrics: mm})
+			now := time.Now().UTC()
+			thr.Finished, model.Finished = now, now
+			if err := save(thr, model); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	now := time.Now().UTC()
+	thr.Finished, model.Finished = now, now
+	return thr, model, nil
+}
+
+// modelMetrics solves the model from the throughput measured with 1 and 2
+// connections, after slow start (x) and whole-run (agg), and compares each with the
+// truth and with N = 4 and 8.
+func modelMetrics(c condition, x, agg map[int]float64) map[string]any {
+	m := map[string]any{"capacity_true_kbps": round(goodput(float64(c.Rate))/1000, 1), "competing_true": c.Competing}
+	best := 0
+	for _, n := range connections {
+		if best == 0 || agg[n] > agg[best] {
+			best = n
+		}
+	}
+	m["best_n"] = best
+	for prefix, x := range map[string]map[int]float64{"": x, "agg_": agg} {
+		m[prefix+"x1_kbps"], m[prefix+"x2_kbps"] = round(x[1]/1000, 1), round(x[2]/1000, 1)
+		m[prefix+"x4_kbps"], m[prefix+"x8_kbps"] = round(x[4]/1000, 1), round(x[8]/1000, 1)
+		cap, comp, err := pars.Solve(x[1], x[2])
+		if err != nil {
+			m[prefix+"valid"] = 0
+			m[prefix+"note"] = err.Error()
+			continue
+		}
+		m[prefix+"valid"] = 1
+		m[prefix+"capacity_kbps"] = round(cap/1000, 1)
+		m[prefix+"competing_flows"] = round(comp, 2)
+		m[prefix+"x4_pred_kbps"] = round(pars.Throughput(4, cap, comp)/1000, 1)
+		m[prefix+"x8_pred_kbps"] = round(pars.Throughput(8, cap, comp)/1000, 1)
+		m[prefix+"chosen_n"] = pars.Choose(comp, 0.8, 8)
+		m[prefix+"note"] = fmt.Sprintf("C %.0f kbit/s (true %.0f), M %.2f (true %d)", cap/1000, goodput(float64(c.Rate))/1000, comp, c.Competing)
+	}
+	return m
+}
+
+// segmentSizes times the download of single segments from scratch (new connections
+// each time, as at start-up or after a pause) against their size.
+func segmentSizes(ctx context.Context, l *lab, o options, r *experiment.Results) (*experiment.Results, error) {
+	durs := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}
+	var dv []string
+	for _, d := range durs {
+		dv = append(dv, d.String())
+	}
+	r.Scenario = &experiment.Scenario{
+		Name:  "pars-segsize",
+		Title: "ParS — segment download time against segment size, with aria2c",
+		Description: "On the default link (10 Mbit/s, 50 ms, 1% loss), segments 2–4 of the 720p 3 Mbit/s rendition packaged with 1, 2, 4 and 8 s segments " +
+			"are each downloaded from scratch (new connections; aria2c: one process per segment, " + ariaArgs(0)[0] + " -x N -s N -k 1M). " +
+			"download_ms is the mean time per segment, segment_kb its mean size.",
+		Matrix:      experiment.Matrix{{Name: "client", Values: []string{"pars", "aria2c"}}, {Name: "segment_duration", Values: dv}, {Name: "connections", Values: itoas(connections)}},
+		Repetitions: o.reps,
+		Metrics:     []string{"download_ms", "segment_kb", "throughput_kbps"},
+		Plot:        experiment.Plot{X: "segment_duration", Series: "connections"},
+	}
+	if err := l.nw.SetLink("client", "server", defaultCond.profile(o.queue)); err != nil {
+		return nil, err
+	}
+	for rep := 1; rep <= o.reps; rep++ {
+		for _, d := range durs {
+			urls, sizes, err := l.segmentURLs(d)
+			if err != nil {
+				return nil, err
+			}
+			pick := []int{1, 2, 3}
+			for _, n := range connections {
+				for _, client := range []string{"pars", "aria2c"} {
+					if err := ctx.Err(); err != nil {
+						return nil, err
+					}
+					cell := experiment.Cell{"client": client, "segment_duration": d.String(), "connections": strconv.Itoa(n)}
+					run := experiment.Run{Key: r.Scenario.Key(cell), Cell: cell, Rep: rep}
+					var total time.Duration
+					var bytes int64
+					t0 := time.Now()
+					for _, i := range pick {
+						i = min(i, len(urls)-1)
+						var el time.Duration
+						if client == "pars" {
+							c, err := pars.New(pars.Options{Connections: n, ConnOptions: pars.ConnOptions{DialContext: l.dial}})
+							if err != nil {
+								return nil, err
+							}
+							resp, ferr := c.FetchURL(ctx, urls[i], n)
+							c.Close()
+							if ferr != nil {
+								run.Error = ferr.Error()
+								break
+							}
+							el = resp.Duration()
+						} else {
+							ar, aerr := l.runAria(ctx, urls[i:i+1], sizes[i:i+1], n, 0)
+							if aerr != nil {
+								run.Error = aerr.Error()
+								break
+							}
+							el = ar.Elapsed
+						}
+						total += el
+						bytes += sizes[i]
+					}
+					run.Seconds = time.Since(t0).Seconds()
+					if run.Error == "" {
+						k := float64(len(pick))
+						run.Metrics = map[string]any{
+							"download_ms":     round(total.Seconds()*1000/k, 1),
+							"segment_kb":      round(float64(bytes)/1000/k, 1),
+							"throughput_kbps": round(float64(bytes)*8/total.Seconds()/1000, 1),
+						}
+					}
+					r.Runs = append(r.Runs, run)
+					fmt.Fprintf(o.progress, "segsize rep %d %s %s N=%d: %v ms %s\n", rep, client, d, n, run.Metrics["download_ms"], run.Error)
+				}
+			}
+		}
+	}
+	r.Finished = time.Now().UTC()
+	return r, nil
+}
+
+// startup plays the 2 s asset with the player over ParS and over Parallel and
+// records the start-up delay (manifest, init segments and the first segment of
+// video and audio).
+func startup(ctx context.Context, l *lab, o options, r *experiment.Results) (*experiment.Results, error) {
+	r.Scenario = &experiment.Scenario{
+		Name:  "pars-startup",
+		Title: "ParS against Parallel — time to start playback",
+		Description: "The headless player plays the 2 s asset (720p 3 Mbit/s + 128k audio, fixed rendition) on the default link (10 Mbit/s, 50 ms, 1% loss) " +
+			"for 5 s with fresh connections: ParS fetches each segment as N ranges over N connections; Parallel fetches N different segments at once " +
+			"(the requested one and the next N−1). startup_delay_ms runs from before the manifest request to playback start (one segment of video and audio buffered).",
+		Matrix:      experiment.Matrix{{Name: "mode", Values: []string{"pars", "parallel"}}, {Name: "connections", Values: itoas([]int{1, 2, 3, 4, 5, 6, 7, 8})}},
+		Repetitions: o.reps + 1,
+		Metrics:     []string{"startup_delay_ms", "throughput_kbps"},
+		Plot:        experiment.Plot{X: "connections", Series: "mode"},
+	}
+	if err := l.nw.SetLink("client", "server", defaultCond.profile(o.queue)); err != nil {
+		return nil, err
+	}
+	a := l.assets[2*time.Second].Descriptor()
+	url := fmt.Sprintf("%s/vod/%s/manifest.mpd", l.base, l.assets[2*time.Second].Info().Name)
+	for rep := 1; rep <= r.Scenario.Repetitions; rep++ {
+		for n := 1; n <= 8; n++ {
+			for _, mode := range []string{"pars", "parallel"} {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				cell := experiment.Cell{"mode": mode, "connections": strconv.Itoa(n)}
+				run := experiment.Run{Key: r.Scenario.Key(cell), Cell: cell, Rep: rep}
+				var f player.Fetcher
+				var closeF func() error
+				conn := pars.ConnOptions{DialContext: l.dial}
+				if mode == "pars" {
+					c, err := pars.New(pars.Options{Connections: n, ConnOptions: conn})
+					if err != nil {
+						return nil, err
+					}
+					f, closeF = c, c.Close
+				} else {
+					p, err := pars.NewParallel(n, conn)
+					if err != nil {
+						return nil, err
+					}
+					f, closeF = p, p.Close
+				}
+				p, err := player.New(player.Config{URL: url, Fetcher: f, Load: dash.Load, ABR: abr.Fixed{TrackID: a.Tracks[0].ID},
+					Duration: 5 * time.Second, RequestTimeout: 30 * time.Second, Transport: mode})
+				if err != nil {
+					return nil, err
+				}
+				t0 := time.Now()
+				rep2, err := p.Run(ctx)
+				closeF()
+				run.Seconds = time.Since(t0).Seconds()
+				if err != nil || rep2.StartupDelayMS == nil {
+					run.Error = fmt.Sprintf("no start-up: %v", err)
+				} else {
+					run.Metrics = map[string]any{"startup_delay_ms": *rep2.StartupDelayMS, "throughput_kbps": rep2.ThroughputKbps}
+				}
+				r.Runs = append(r.Runs, run)
+				fmt.Fprintf(o.progress, "startup rep %d %s N=%d: %v ms %s\n", rep, mode, n, run.Metrics["startup_delay_ms"], run.Error)
+			}
+		}
+	}
+	r.Finished = time.Now().UTC()
+	return r, nil
+}

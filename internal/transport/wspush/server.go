@@ -1,0 +1,238 @@
+package wspush
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/streambed/streambed/internal/hub"
+	"github.com/streambed/streambed/internal/media"
+	"github.com/streambed/streambed/internal/server"
+)
+
+// Options tune the server side. The zero value is ready to use.
+type Options struct {
+	// Policy is the adaptation policy when neither the start message nor Channels
+	// names one (default tcp).
+	Policy string
+	// Channels maps a channel (or asset) name to its default policy.
+	Channels map[string]string
+	// QueueLimit is the media a session may hold unsent before it skips to the next
+	// keyframe (default: two segment durations, at least 2 s).
+	QueueLimit time.Duration
+	// MaxSkips closes a session (4008) that skipped this often within SkipWindow
+	// (defaults 3 and 30 s).
+	MaxSkips   int
+	SkipWindow time.Duration
+	// StartTimeout closes a socket that sent no start message (1008; default 30 s).
+	StartTimeout time.Duration
+	// WriteTimeout ends a session whose one message has not left in this long: the
+	// client vanished or is hopelessly slow (default 15 s).
+	WriteTimeout time.Duration
+	// NotSentLowat sets TCP_NOTSENT_LOWAT on each session's socket (default 16 KiB;
+	// negative leaves the kernel default).
+	NotSentLowat int
+	// Lead is how far ahead of real time a VOD or time-shifted session may push
+	// (default 10 s).
+	Lead time.Duration
+	// SubscriptionCapacity is each live session's hub queue, in chunks (default 64);
+	// the session drains it at once into its output queue.
+	SubscriptionCapacity int
+	// Now is the clock of VOD sessions (live sessions use their channel's). nil: time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+	// OnSessionEnd, when set, receives each session's statistics (tests, load runs).
+	OnSessionEnd func(SessionStats)
+}
+
+func (o *Options) defaults() {
+	if o.Policy == "" {
+		o.Policy = PolicyTCP
+	}
+	if o.MaxSkips <= 0 {
+		o.MaxSkips = 3
+	}
+	if o.SkipWindow <= 0 {
+		o.SkipWindow = 30 * time.Second
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 30 * time.Second
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 15 * time.Second
+	}
+	if o.NotSentLowat == 0 {
+		o.NotSentLowat = 16 << 10
+	}
+	if o.Lead <= 0 {
+		o.Lead = 10 * time.Second
+	}
+	if o.SubscriptionCapacity <= 0 {
+		o.SubscriptionCapacity = 64
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Handler serves WebSocket push sessions: GET /ws/{channel} for live channels and
+// GET /ws/vod/{asset} for on-demand assets.
+type Handler struct {
+	hub  *hub.Hub
+	opts Options
+	base context.Context // ends every session with 1001 when done
+
+	mu       sync.Mutex
+	sessions map[*session]struct{}
+	active   atomic.Int64
+}
+
+// NewHandler returns a handler over h. Sessions end with 1001 when ctx is done.
+func NewHandler(ctx context.Context, h *hub.Hub, opts Options) (*Handler, error) {
+	opts.defaults()
+	if _, err := NewPolicy(opts.Policy); err != nil {
+		return nil, fmt.Errorf("wspush: %w", err)
+	}
+	for name, p := range opts.Channels {
+		if _, err := NewPolicy(p); err != nil {
+			return nil, fmt.Errorf("wspush: channel %q: %w", name, err)
+		}
+	}
+	hd := &Handler{hub: h, opts: opts, base: ctx, sessions: map[*session]struct{}{}}
+	context.AfterFunc(ctx, hd.shutdown)
+	return hd, nil
+}
+
+// Attach registers the WebSocket push routes on srv: GET /ws/{channel} and
+// GET /ws/vod/{asset}, with each channel's policy from its configuration (ws_policy).
+// A channel naming an unknown policy is logged as an error and gets the default.
+func Attach(ctx context.Context, srv *server.Server, cfg server.Config, log *slog.Logger) {
+	log = log.With("transport", "wspush")
+	opts := Options{Logger: log, Channels: map[string]string{}}
+	for _, c := range cfg.Channels {
+		if c.WSPolicy == "" {
+			continue
+		}
+		if _, err := NewPolicy(c.WSPolicy); err != nil {
+			log.Error("ignoring ws_policy; sessions use the default policy", "channel", c.Name, "err", err, "default", PolicyTCP)
+			continue
+		}
+		opts.Channels[c.Name] = c.WSPolicy
+	}
+	h, err := NewHandler(ctx, srv.Hub(), opts)
+	if err != nil {
+		log.Error("WebSocket push is off", "err", err) // unreachable: the options were checked
+		return
+	}
+	srv.Handle("GET /ws/{channel}", h)
+	srv.Handle("GET /ws/vod/{asset}", h)
+}
+
+// Active is the number of sessions streaming now.
+func (h *Handler) Active() int { return int(h.active.Load()) }
+
+// Sessions is the number of open sockets, started or still waiting for start.
+func (h *Handler) Sessions() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.sessions)
+}
+
+func (h *Handler) shutdown() {
+	h.mu.Lock()
+	ss := make([]*session, 0, len(h.sessions))
+	for s := range h.sessions {
+		ss = append(ss, s)
+	}
+	h.mu.Unlock()
+	for _, s := range ss {
+		go s.closeWith(CloseGoingAway, "origin shutting down") // each waits for its peer's close
+	}
+}
+
+// ServeHTTP answers 404 before the upgrade for an unknown stream, then runs a session.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var src source
+	if name := r.PathValue("asset"); name != "" {
+		a, err := h.hub.Asset(name)
+		if err != nil {
+			httpError(w, http.StatusNotFound, err)
+			return
+		}
+		src = &assetSource{a: a}
+	} else {
+		name := r.PathValue("channel")
+		c, err := h.hub.Channel(name)
+		if err != nil {
+			httpError(w, http.StatusNotFound, err)
+			return
+		}
+		src = &channelSource{c: c}
+	}
+	hw := &hijackRecorder{ResponseWriter: w}
+	conn, err := websocket.Accept(hw, r, &websocket.AcceptOptions{
+		InsecureSkipVerify: true, // public media, like the pull routes' CORS *
+		CompressionMode:    websocket.CompressionDisabled,
+	})
+	if err != nil {
+		return // Accept answered the request
+	}
+	s := newSession(h, conn, hw.conn, src)
+	if h.base.Err() != nil {
+		s.closeWith(CloseGoingAway, "origin shutting down")
+		return
+	}
+	h.mu.Lock()
+	h.sessions[s] = struct{}{}
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.sessions, s)
+		h.mu.Unlock()
+	}()
+	s.run(context.WithoutCancel(r.Context()))
+}
+
+func httpError(w http.ResponseWriter, status int, err error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": err.Error(), "status": status})
+}
+
+// hijackRecorder keeps the connection the WebSocket library hijacks, so the session
+// can read TCP_INFO and set socket options on it.
+type hijackRecorder struct {
+	http.ResponseWriter
+	conn net.Conn
+}
+
+func (h *hijackRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, rw, err := http.NewResponseController(h.ResponseWriter).Hijack()
+	h.conn = c
+	return c, rw, err
+}
+
+func (h *hijackRecorder) Unwrap() http.ResponseWriter { return h.ResponseWriter }
+
+// closeCodeOf maps an error kind to a close code.
+func closeCodeOf(err error) websocket.StatusCode {
+	switch {
+	case errors.Is(err, ErrStart), errors.Is(err, media.ErrNotFound), errors.Is(err, media.ErrBadRequest):
+		return ClosePolicy
+	}
+	return CloseInternal
+}
