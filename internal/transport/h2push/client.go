@@ -67,8 +67,8 @@ type Client struct {
 }
 
 type clientStats struct {
-	requests, promised, claimed, claimedInFlight, delivered, cancelled, refusedDup atomic.Int64
-	pushedBytes, wastedBytes                                                       atomic.Int64
+	requests, promised, claimed, claimedInFlight, delivered, cancelled atomic.Int64
+	pushedBytes, wastedBytes                                           atomic.Int64
 }
 
 // ClientStats count what a client did. UnclaimedBytes is the bandwidth push wasted:
@@ -515,9 +515,10 @@ func (cc *Conn) rst(s *Stream, code http2.ErrCode) {
 	}
 	cc.mu.Unlock()
 	cc.wmu.Lock()
-	err := cc.fr.WriteRSTStream(s.ID, code)
-	if err == nil {
-		err = cc.bw.Flush()
+	// The reset is best effort: if the write fails the connection is broken, and its
+	// reader fails every stream on it anyway.
+	if err := cc.fr.WriteRSTStream(s.ID, code); err == nil {
+		_ = cc.bw.Flush()
 	}
 	cc.wmu.Unlock()
 	cc.finish(s, fmt.Errorf("%s: stream reset (%v)", s.URL, code))
