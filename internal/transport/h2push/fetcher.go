@@ -268,22 +268,10 @@ func toResponse(s *Stream) *player.Response {
 }
 
 func statusError(u string, status int) error {
-	var kind error
-	switch status {
-	case http.StatusNotFound:
-		kind = media.ErrNotFound
-	case http.StatusGone:
-		kind = media.ErrGone
-	case http.StatusTooEarly:
-		kind = media.ErrNotYet
-	case http.StatusBadRequest:
-		kind = media.ErrBadRequest
-	case http.StatusServiceUnavailable:
-		kind = media.ErrUnavailable
-	default:
-		return fmt.Errorf("GET %s: HTTP %d", u, status)
+	if kind := media.KindOfStatus(status); kind != nil {
+		return fmt.Errorf("GET %s: HTTP %d: %w", u, status, kind)
 	}
-	return fmt.Errorf("GET %s: HTTP %d: %w", u, status, kind)
+	return fmt.Errorf("GET %s: HTTP %d", u, status)
 }
 
 // learn reads the representations' kinds and the segment duration from an MPD.

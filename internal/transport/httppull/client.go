@@ -244,22 +244,10 @@ func StatusError(url string, resp *http.Response) error { return statusError(url
 
 // statusError maps an HTTP status to the media error kinds the player understands.
 func statusError(u string, resp *http.Response) error {
-	var kind error
-	switch resp.StatusCode {
-	case http.StatusNotFound:
-		kind = media.ErrNotFound // the origin also answers 404 for live segments not yet available
-	case http.StatusGone:
-		kind = media.ErrGone
-	case http.StatusTooEarly:
-		kind = media.ErrNotYet
-	case http.StatusBadRequest:
-		kind = media.ErrBadRequest
-	case http.StatusServiceUnavailable:
-		kind = media.ErrUnavailable
-	default:
-		return fmt.Errorf("GET %s: %s", u, resp.Status)
+	if kind := media.KindOfStatus(resp.StatusCode); kind != nil {
+		return fmt.Errorf("GET %s: %s: %w", u, resp.Status, kind)
 	}
-	return fmt.Errorf("GET %s: %s: %w", u, resp.Status, kind)
+	return fmt.Errorf("GET %s: %s", u, resp.Status)
 }
 
 // h2FrameHeader is the fixed size of an HTTP/2 frame header; h2MaxFrame the default
