@@ -42,8 +42,10 @@ type ClientOptions struct {
 	MaxBodyBytes int64
 	UserAgent    string
 	// OnPush is offered (from the connection's reader, so it must not block) every
-	// promised response that is complete and not claimed yet; it returns whether it
-	// took it. Pushes not taken stay in the cache for a request to claim.
+	// promised response that is complete and not claimed yet. To take it, the hook
+	// calls Client.Give before handing it on (a request may claim it meanwhile, and
+	// Give settles that race) and Ungive if the handover then fails; it returns
+	// whether it took it. Pushes not taken stay in the cache for a request to claim.
 	OnPush func(*Stream) bool
 	// Query is added to the query of every request sent (not to the URLs pushes are
 	// claimed by): "push=k5" keeps a session's strategy on every connection.
@@ -573,8 +575,8 @@ func (cc *Conn) finish(s *Stream, err error) {
 	close(s.done)
 	offer := s.Pushed && err == nil && !s.claimed && !s.given && cc.c.opts.OnPush != nil
 	cc.mu.Unlock()
-	if offer && cc.c.opts.OnPush(s) {
-		cc.give(s)
+	if offer {
+		cc.c.opts.OnPush(s)
 	}
 }
 
@@ -614,7 +616,7 @@ func (c *Client) connOf(s *Stream) *Conn {
 	return c.conns[u.Scheme+"://"+u.Host]
 }
 
-// Give marks a complete push the OnPush hook held back as handed over now; false
+// Give marks a complete push as handed over by the OnPush hook (now or later); false
 // when a request claimed it meanwhile (or it failed).
 func (c *Client) Give(s *Stream) bool {
 	if cc := c.connOf(s); cc != nil {

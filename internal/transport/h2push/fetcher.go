@@ -377,7 +377,16 @@ func (f *Fetcher) onPush(s *Stream) bool {
 		f.held = append(f.held, s)
 		return false
 	}
-	return f.deliverLocked(s, res)
+	// Give before delivering: a request claiming it at the same moment then sees it
+	// as given (Regiven) and the push is counted once, not twice.
+	if !f.c.Give(s) {
+		return false
+	}
+	if !f.deliverLocked(s, res) {
+		f.c.Ungive(s)
+		return false
+	}
+	return true
 }
 
 // dueLocked says whether a pushed segment is within Ahead of real-time playback.
