@@ -33,6 +33,9 @@ origin's CPU and memory from its /metrics (heap + stack per client). The inflexi
 point of a transport is the largest client count whose share is at least --most.
 --idle opens WebSocket sockets that send no start message (memory per idle socket;
 the origin closes them after its 30 s start timeout).
+--server-pids measures a server that is not Streambed (nginx serving the channel's
+archive by pull: bench/ws-capacity-nginx.sh): CPU and RSS come from /proc/PID/stat of
+those processes; memory per client is then not reported.
 
 Keep steps bounded: clients and origin share this machine's cores.
 
@@ -55,6 +58,7 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		asJSON     = fs.Bool("json", false, "print the results as one JSON object on stdout")
 		insecure   = fs.Bool("insecure", false, "accept any TLS certificate")
 		quiet      = fs.Bool("quiet", false, "no progress on stderr")
+		serverPIDs = fs.String("server-pids", "", "comma-separated PIDs of the server (e.g. nginx master and worker): CPU and memory from /proc instead of the origin's /metrics")
 	)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), loadUsage)
@@ -90,6 +94,10 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *quiet {
 		progressW = nil
 	}
+	pids, err := load.ParsePIDs(*serverPIDs)
+	if err != nil {
+		return err
+	}
 	target, err := load.Resolve(ctx, pos[0], splitList(*tracks), *insecure)
 	if err != nil {
 		return err
@@ -107,7 +115,7 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			if progressW != nil {
 				fmt.Fprintf(progressW, "step: %s, %d clients, %v\n", tr, n, *duration)
 			}
-			res, err := load.Run(ctx, load.Options{Transport: tr, Clients: n, Duration: *duration, Ramp: *ramp, Target: target, Insecure: *insecure, Idle: *idle, Progress: progressW})
+			res, err := load.Run(ctx, load.Options{Transport: tr, Clients: n, Duration: *duration, Ramp: *ramp, Target: target, Insecure: *insecure, Idle: *idle, Progress: progressW, ServerPIDs: pids})
 			if err != nil {
 				return err
 			}
@@ -174,7 +182,10 @@ func stepLine(r *load.Result) string {
 		s = fmt.Sprintf("%-5s ×%-5d idle sockets  failed %d", r.Transport, r.Clients, r.Failed)
 	}
 	if st := r.Server; st != nil {
-		s += fmt.Sprintf("  origin cpu %.2f cores, rss %.0f MiB, %.1f KiB/client", st.CPUShare, float64(st.RSSMax)/(1<<20), st.MemPerClient/1024)
+		s += fmt.Sprintf("  server cpu %.2f cores, rss %.0f MiB", st.CPUShare, float64(st.RSSMax)/(1<<20))
+		if st.MemPerClient != 0 {
+			s += fmt.Sprintf(", %.1f KiB/client", st.MemPerClient/1024)
+		}
 	}
 	return s
 }

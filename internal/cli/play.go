@@ -35,7 +35,13 @@ Transports:
   pars    ParS: each segment as N byte ranges over N HTTP/1.1 connections at once;
           --connections N (1..8) or auto (the model X_N = N·C/(N+M) picks N; default)
   parallel  N HTTP/1.1 connections each fetching a different segment (--connections N, default 4)
-  (default: h2 for https URLs, http1 for http URLs)
+  ws      WebSocket push (ws://HOST/ws/CHANNEL, ws://HOST/ws/vod/ASSET, or the stream's
+          MPD URL): the server pushes every segment and chooses the rendition; the
+          player's --abr is overruled. ?policy=buffer|tcp|fixed&maxBitrate=BPS on the URL
+  h2push-STRATEGY, h2cpush-STRATEGY
+          HTTP/2 (TLS, cleartext) with server push: sends ?push=STRATEGY (none, all,
+          init, init-first, audio, kK) and claims pushed responses before requesting
+  (default: h2 for https URLs, http1 for http URLs, ws for ws(s) URLs)
 
 ABR rules (--abr):
   throughput      highest rendition under 90% of the estimated throughput (default)
@@ -77,7 +83,7 @@ func Play(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("play", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		transport   = fs.String("transport", "", "http1, h2, h2c, pars or parallel (default: h2 for https, http1 for http)")
+		transport   = fs.String("transport", "", "http1, h2, h2c, pars, parallel, ws, h2push-STRATEGY or h2cpush-STRATEGY (default: h2 for https, http1 for http, ws for ws)")
 		connections = fs.String("connections", "", "pars: N (1..8) or auto (default auto); parallel: N (default 4)")
 		duration    = fs.Duration("duration", 0, "stop after this much session time (0: to the end; live: until interrupted)")
 		asJSON      = fs.Bool("json", false, "print the report as one JSON object on stdout")
@@ -89,6 +95,7 @@ func Play(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		liveDelay   = fs.Duration("live-delay", 0, "live: distance behind the live edge (0: MPD suggestedPresentationDelay, else 3 segments)")
 		sampleEvery = fs.Duration("sample-interval", time.Second, "period of the report's time series")
 		reqTimeout  = fs.Duration("request-timeout", 30*time.Second, "give up on a request after this long and retry (0: never)")
+		pushWait    = fs.Duration("push-wait", 0, "push transports: wait this long for a pushed segment before requesting it (default: ws 4s, which lets the server's rendition choice stand; others 0)")
 		sequential  = fs.Bool("sequential", false, "one request at a time for the whole player (default: audio and video download concurrently, one request each, as dash.js)")
 		noSamples   = fs.Bool("no-samples", false, "leave the time series out of the JSON report")
 		quiet       = fs.Bool("quiet", false, "no progress on stderr")
@@ -140,6 +147,9 @@ func Play(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
+	if !flagSet(fs, "push-wait") {
+		*pushWait = client.PushWait
+	}
 	load := dash.Load
 	if strings.HasSuffix(strings.ToLower(u.Path), ".m3u8") {
 		load = hls.NewLoader()
@@ -148,7 +158,7 @@ func Play(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		URL: u.String(), Fetcher: client.Fetcher, Load: load, ABR: rule,
 		Duration: *duration, MaxBuffer: *maxBuffer, StartupBuffer: *startBuffer, ResumeBuffer: *startBuffer,
 		LiveDelay: *liveDelay, SampleInterval: *sampleEvery, RequestTimeout: *reqTimeout, Sequential: *sequential,
-		Transport: client.Name, LinkRate: rate, Logger: logger,
+		Transport: client.Name, LinkRate: rate, Logger: logger, PushWait: *pushWait,
 	})
 	if err != nil {
 		return err
@@ -260,4 +270,11 @@ func ParseBitRate(s string) (float64, error) {
 		return 0, fmt.Errorf("link rate %q: want a positive bit rate such as 10M or 800k", orig)
 	}
 	return v * mult, nil
+}
+
+// flagSet says whether the command line set the flag called name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/streambed/streambed/internal/player"
 	"github.com/streambed/streambed/internal/player/qoe"
@@ -18,7 +19,9 @@ import (
 type playTransport struct {
 	Name    string         // as reported in the QoE output's "transport"
 	Fetcher player.Fetcher // may also implement player.Receiver, WireCounter, Protocoler
-	close   func() error
+	// PushWait is the player's Config.PushWait unless --push-wait says otherwise.
+	PushWait time.Duration
+	close    func() error
 }
 
 // Close releases the transport's connections.
@@ -82,7 +85,7 @@ func newPlayTransport(name string, u *url.URL, o playTransportOptions) (*playTra
 		if err != nil {
 			return nil, err
 		}
-		return &playTransport{Name: name, Fetcher: t, close: t.Close}, nil
+		return &playTransport{Name: name, Fetcher: t, close: t.Close, PushWait: wspush.DefaultPushWait}, nil
 	case h2push.Match(name): // h2push (TLS), h2cpush (h2c), with -STRATEGY: HTTP/2 accepting server push
 		f, err := h2push.NewPlayFetcher(name, u, o.Insecure)
 		if err != nil {
@@ -90,7 +93,7 @@ func newPlayTransport(name string, u *url.URL, o playTransportOptions) (*playTra
 		}
 		return &playTransport{Name: name, Fetcher: f, close: f.Close}, nil
 	}
-	return nil, fmt.Errorf("unknown transport %q (http1, h2, h2c, pars, parallel)", name)
+	return nil, fmt.Errorf("unknown transport %q (http1, h2, h2c, pars, parallel, ws, h2push-STRATEGY, h2cpush-STRATEGY)", name)
 }
 
 // newParSTransport builds ParS (N byte ranges of each segment over N HTTP/1.1

@@ -56,7 +56,9 @@ type Config struct {
 	// dead link fails the request and the player retries instead of hanging.
 	RequestTimeout time.Duration
 	// PushWait is how long to wait for a pushed segment before requesting it, when the
-	// Fetcher is also a Receiver (0: do not wait, only use what already arrived).
+	// Fetcher is also a Receiver and has delivered media segments already (0: do not
+	// wait, only use what already arrived). Until the first delivery the player
+	// requests at once: a push session may open only at the first request.
 	PushWait time.Duration
 	// Sequential downloads one segment at a time for the whole player (the adaptation
 	// set whose buffer ends earliest next) instead of one at a time per adaptation set
@@ -102,6 +104,7 @@ type Player struct {
 	bufTarget  time.Duration
 	liveDelay  time.Duration
 	pending    []Delivery
+	pushing    bool // a media segment has been delivered: PushWait applies
 	deliveries <-chan Delivery
 
 	// The scheduler (schedule.go). Its goroutine sets these up and alone reads and
@@ -612,6 +615,7 @@ func (p *Player) accept(d Delivery) {
 	if d.Request.Kind != RequestMedia {
 		return
 	}
+	p.pushing = true
 	const maxPending = 64 // a transport pushing far ahead must not grow memory unboundedly
 	if len(p.pending) >= maxPending {
 		p.pending = p.pending[1:]

@@ -281,7 +281,7 @@ func (p *Player) mediaPhase(s *stream, now time.Time) {
 		p.applyMedia(s, pl, r, resp, now)
 		return
 	}
-	if p.deliveries != nil && p.cfg.PushWait > 0 {
+	if p.deliveries != nil && p.cfg.PushWait > 0 && p.pushing {
 		pl.pushUntil = now.Add(p.cfg.PushWait)
 		return
 	}

@@ -59,6 +59,9 @@ type Options struct {
 	Idle bool
 	// Progress receives a line every few seconds (nil: none).
 	Progress io.Writer
+	// ServerPIDs, when set, are the server's processes: CPU and RSS come from /proc
+	// instead of the origin's /metrics (for peers such as nginx).
+	ServerPIDs []int
 }
 
 // Result is what one step measured.
@@ -111,7 +114,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	t := o.Target
 	res := &Result{Transport: o.Transport, Clients: o.Clients, Idle: o.Idle, DurationS: o.Duration.Seconds(), Tracks: t.TrackIDs()}
-	mon := startMonitor(ctx, t.Metrics)
+	mon := startMonitor(ctx, t.Metrics, o.ServerPIDs)
 	cpu0 := selfCPU()
 	clients := make([]*clientResult, o.Clients)
 	var wg sync.WaitGroup

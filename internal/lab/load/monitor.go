@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// ServerStats is what the origin's /metrics said during a step (a Streambed origin;
-// other servers leave it out).
+// ServerStats is what the origin's /metrics said during a step (a Streambed origin),
+// or /proc for the processes of --server-pids (any server: CPU and RSS only).
 type ServerStats struct {
 	CPUSeconds float64 `json:"cpu_s"`     // process CPU time spent during the step
 	CPUShare   float64 `json:"cpu_share"` // of one core, over the step
@@ -38,6 +38,7 @@ type sample struct {
 
 type monitor struct {
 	url     string
+	pids    []int // sample these processes' /proc instead of url
 	hc      *http.Client
 	before  sample
 	begin   time.Time
@@ -50,8 +51,8 @@ type monitor struct {
 	last    sample
 }
 
-func startMonitor(ctx context.Context, url string) *monitor {
-	m := &monitor{url: url, hc: &http.Client{Timeout: 3 * time.Second}, stopc: make(chan struct{}), begin: time.Now()}
+func startMonitor(ctx context.Context, url string, pids []int) *monitor {
+	m := &monitor{url: url, pids: pids, hc: &http.Client{Timeout: 3 * time.Second}, stopc: make(chan struct{}), begin: time.Now()}
 	m.before = m.scrape(ctx)
 	if !m.before.ok {
 		return m
@@ -116,7 +117,7 @@ func (m *monitor) stop(clients int) *ServerStats {
 	if el > 0 {
 		st.CPUShare = round(st.CPUSeconds / el)
 	}
-	if clients > 0 {
+	if clients > 0 && m.pids == nil {
 		st.HeapPerClient = round(float64(m.peak.heap-m.before.heap) / float64(clients))
 		st.StackPerClient = round(float64(m.peak.stack-m.before.stack) / float64(clients))
 		st.MemPerClient = round(st.HeapPerClient + st.StackPerClient)
@@ -126,6 +127,9 @@ func (m *monitor) stop(clients int) *ServerStats {
 
 // scrape reads the few Prometheus metrics the monitor needs.
 func (m *monitor) scrape(ctx context.Context) sample {
+	if m.pids != nil {
+		return procSample(m.pids)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.url, nil)
 	if err != nil {
 		return sample{}

@@ -21,6 +21,12 @@ import (
 	"github.com/streambed/streambed/internal/transport/httppull"
 )
 
+// DefaultPushWait is the player's Config.PushWait for this transport: the server
+// pushes every segment in the rendition it chose, so a request sent before the push
+// arrives names the player's own choice and is refused as switched. A few seconds
+// lets the pushed segment arrive first; what never comes is then requested (pull).
+const DefaultPushWait = 4 * time.Second
+
 // PlayerOptions configure a PlayerTransport.
 type PlayerOptions struct {
 	Insecure   bool     // accept any TLS certificate (wss:// to a self-signed origin)

@@ -44,7 +44,7 @@ func playWS(t *testing.T, rawURL string, d time.Duration) (*PlayerTransport, pla
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tr.Close() })
-	return tr, player.Config{URL: rawURL, Fetcher: tr, Load: dash.Load, Duration: d, LiveDelay: 2 * time.Second, RequestTimeout: 10 * time.Second, Transport: "ws"}
+	return tr, player.Config{URL: rawURL, Fetcher: tr, Load: dash.Load, Duration: d, LiveDelay: 2 * time.Second, RequestTimeout: 10 * time.Second, Transport: "ws", PushWait: DefaultPushWait}
 }
 
 // TestPlayerLive plays the live channel over WebSocket push in the headless player:

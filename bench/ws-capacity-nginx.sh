@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# ws-capacity-nginx.sh — the WebSocket study's capacity test (test bed B) with nginx as
+# the pull peer: how many live viewers one server keeps in real time, for
+#   ws          Streambed pushing over WebSocket      (streambed load --transport ws)
+#   http1       Streambed serving the segments by pull (--transport http1)
+#   nginx-http1 nginx serving the same live segments by pull: Streambed writes the
+#               channel's segments to an archive folder (channel option archive=DIR)
+#               as they are made, nginx serves that folder as static files (sendfile,
+#               open_file_cache) and proxies only the MPD to Streambed.
+# Each server is pinned to core 0 and held to the same CPU budget (cgroup v1 cpu quota,
+# CPU_QUOTA of a core); the clients run on core 1. The stream is the study's 100 kbit/s
+# in 2 s segments (one video rung; the audio track is not received). Prints the inflexion point per server
+# and writes the JSON of every step to OUT.
+#
+# Usage: sudo bench/ws-capacity-nginx.sh   (env: CLIENTS="500,1000,2000,3000,4000"
+#        CPU_QUOTA=0.15 DURATION=20s OUT=/tmp/ws-capacity-nginx)
+# Needs root (cgroups), nginx, taskset; about (steps × 3 × (DURATION + 10 s)).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BIN:-bin/streambed}
+CLIENTS=${CLIENTS:-500,1000,2000,3000,4000}
+CPU_QUOTA=${CPU_QUOTA:-0.15}
+DURATION=${DURATION:-20s}
+OUT=${OUT:-/tmp/ws-capacity-nginx}
+ASSETS=${ASSETS:-.cache/bench/capacity-assets}
+SB_PORT=${SB_PORT:-18731}
+NGX_PORT=${NGX_PORT:-18732}
+CG=/sys/fs/cgroup/cpu
+
+[ "$(id -u)" = 0 ] || { echo "ws-capacity-nginx: run as root (it puts the servers in cgroups with a CPU quota)" >&2; exit 1; }
+for c in nginx taskset curl; do command -v $c >/dev/null || { echo "ws-capacity-nginx: $c not found (apt-get install nginx util-linux curl)" >&2; exit 1; }; done
+[ -d "$CG" ] || { echo "ws-capacity-nginx: no cgroup v1 cpu controller at $CG" >&2; exit 1; }
+[ -x "$BIN" ] || { echo "ws-capacity-nginx: $BIN missing (make build)" >&2; exit 1; }
+
+if [ ! -f "$ASSETS/cap/stream.json" ]; then
+  echo "== packaging the 100 kbit/s stream (8 s, 2 s segments) into $ASSETS/cap"
+  "$BIN" package --synthetic 8s --ladder 180p:100k --audio-bitrate 64k --segment-duration 2s --preset ultrafast --name cap -o "$ASSETS/cap"
+fi
+ASSETS=$(cd "$ASSETS" && pwd)
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+work=$(mktemp -d)
+chmod 755 "$work" # nginx workers (not root) read the archive inside it
+period=10000
+quota=$(awk -v q="$CPU_QUOTA" -v p=$period 'BEGIN{printf "%d", q*p}')
+cleanup() {
+  kill "${SB_PID:-}" 2>/dev/null || true
+  [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
+  sleep 0.5
+  for g in sb-cap-origin sb-cap-nginx; do rmdir "$CG/$g" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+for g in sb-cap-origin sb-cap-nginx; do
+  mkdir -p "$CG/$g"
+  echo $period > "$CG/$g/cpu.cfs_period_us"
+  echo "$quota" > "$CG/$g/cpu.cfs_quota_us"
+done
+
+ARCH="$work/archive"
+GOMAXPROCS=1 taskset -c 0 "$BIN" serve --http 127.0.0.1:$SB_PORT --https "" --assets "$ASSETS" --no-demo \
+  --channel "seg=cap,archive=$ARCH" --log-level warn > "$work/sb.log" 2>&1 &
+SB_PID=$!
+echo $SB_PID > "$CG/sb-cap-origin/cgroup.procs"
+
+cat > "$work/nginx.conf" <<NGX
+worker_processes 1;
+worker_rlimit_nofile $(ulimit -Hn);
+pid $work/nginx.pid;
+error_log $work/nginx-error.log warn;
+events { worker_connections $(( $(ulimit -Hn) - 100 )); }
+http {
+  access_log off;
+  sendfile on; tcp_nopush on; tcp_nodelay on;
+  keepalive_requests 1000000; keepalive_timeout 120s;
+  open_file_cache max=10000 inactive=60s;
+  types { video/mp4 m4s mp4; application/dash+xml mpd; }
+  server {
+    listen 127.0.0.1:$NGX_PORT backlog=8192;
+    location = /live/seg/manifest.mpd { proxy_pass http://127.0.0.1:$SB_PORT; }
+    location /live/seg/ { alias $ARCH/; add_header Cache-Control "public, max-age=31536000, immutable"; }
+  }
+}
+NGX
+ulimit -n "$(ulimit -Hn)" # nginx keeps its soft limit; worker_rlimit_nofile asks for more
+taskset -c 0 nginx -c "$work/nginx.conf" -e "$work/nginx-error.log"
+for i in $(seq 50); do curl -sf "http://127.0.0.1:$SB_PORT/live/seg/manifest.mpd" >/dev/null && break; sleep 0.2; done
+for i in $(seq 50); do [ -s "$work/nginx.pid" ] && break; sleep 0.1; done
+NGX_PIDS="$(cat "$work/nginx.pid") $(pgrep -P "$(cat "$work/nginx.pid")" | tr '\n' ' ')"
+for p in $NGX_PIDS; do echo "$p" > "$CG/sb-cap-nginx/cgroup.procs"; done
+sleep 4 # a few segments in the archive
+curl -sf "http://127.0.0.1:$NGX_PORT/live/seg/manifest.mpd" -o /dev/null || { echo "nginx does not answer:"; cat "$work/nginx-error.log"; exit 1; }
+echo "== origin pid $SB_PID, nginx pids $NGX_PIDS; each held to $CPU_QUOTA core on core 0; clients on core 1"
+
+run() { # name URL transports [extra flags]
+  local name=$1 url=$2 tr=$3; shift 3
+  echo "== $name: $tr, clients $CLIENTS"
+  taskset -c 1 "$BIN" load "$url" --tracks v180 --transport "$tr" --clients "$CLIENTS" \
+    --duration "$DURATION" --ramp 4s --pause 5s --json "$@" > "$OUT/$name.json"
+}
+run streambed "http://127.0.0.1:$SB_PORT/live/seg/manifest.mpd" ws,http1
+run nginx "http://127.0.0.1:$NGX_PORT/live/seg/manifest.mpd" http1 --server-pids "$(echo $NGX_PIDS | tr ' ' ',')"
+
+echo "== clients keeping up (share ≥ 95% of the encoded bitrate), server CPU (cores)"
+python3 - "$OUT" <<'PY'
+import json, sys, os
+out = sys.argv[1]
+rows = {}
+for name in ("streambed", "nginx"):
+    d = json.load(open(os.path.join(out, name + ".json")))
+    for s in d["steps"]:
+        key = ("nginx-" if name == "nginx" else "") + s["transport"]
+        cpu = (s.get("server") or {}).get("cpu_share")
+        rows.setdefault(s["clients"], {})[key] = (s["share_at_encoded"], cpu)
+cols = ["ws", "http1", "nginx-http1"]
+print("| clients | " + " | ".join(cols) + " |")
+print("|---:|" + "---:|" * len(cols))
+infl = {c: 0 for c in cols}
+for n in sorted(rows):
+    cells = []
+    for c in cols:
+        share, cpu = rows[n].get(c, (None, None))
+        if share is None:
+            cells.append("—")
+            continue
+        if share >= 0.9:
+            infl[c] = max(infl[c], n)
+        cells.append(f"{share*100:.1f}% ({cpu if cpu is not None else '?'} cores)")
+    print(f"| {n} | " + " | ".join(cells) + " |")
+print("inflexion (≥ 90% keep up):", ", ".join(f"{c} {infl[c]}" for c in cols))
+if infl["nginx-http1"]:
+    print(f"ws ÷ nginx-http1 = {infl['ws']/infl['nginx-http1']:.2f}; ws ÷ streambed http1 = {infl['ws']/max(infl['http1'],1):.2f}")
+PY
