@@ -6,7 +6,8 @@
 #                        with esbuild. Incremental: nothing runs when web/src, the build
 #                        script and the lock are unchanged.
 #   make web-test        browser tests: the page on a real `streambed serve` in headless
-#                        Chromium, live and VOD "demo" with dash.js and hls.js.
+#                        Chromium, live and VOD "demo" with dash.js, hls.js and WebSocket
+#                        push, and low-latency live over WebSocket push.
 #   make web-test-stub   the same checks against an FFmpeg stub origin (no Go server).
 #   make web-screenshot  docs/screenshots/player.png from a running server (WEB_URL).
 #   make web-deps        apt-get install what is missing: nodejs, npm, chromium, ffmpeg.

@@ -52,6 +52,7 @@ func (s *Server) handleStreams(w http.ResponseWriter, r *http.Request) {
 		list = append(list, streamJSON{
 			Name: info.Name, SegmentDurationMS: info.SegmentDuration.Milliseconds(), DurationMS: info.Duration.Milliseconds(),
 			DASH: base + "manifest.mpd", DASHTimeline: base + "manifest-timeline.mpd", HLS: base + "master.m3u8",
+			WS:     "/ws/vod/" + info.Name,
 			Tracks: tracksJSON(info.Tracks),
 		})
 	}

@@ -62,10 +62,17 @@ describe('player page against the stub origin', { timeout: 240_000 }, () => {
       await playing('hlsjs');
       assert.match(page.url(), /player=hlsjs/);
       assert.equal(await page.locator('#now-url').textContent(), '/vod/demo/master.m3u8');
-      const ws = page.locator('input[value="wspush"]');
-      assert.equal(await ws.isDisabled(), true);
-      assert.equal(await ws.locator('xpath=..').getAttribute('title'), 'coming');
       assert.equal((await page.evaluate(() => window.streambed.stats())).error, null, log.join('\n'));
+      // WebSocket push is a player like the others; the stub serves no /ws/, so
+      // choosing it must end in a visible error naming the socket, not a silent stall.
+      const ws = page.locator('input[value="wspush"]');
+      assert.equal(await ws.isDisabled(), false);
+      await page.locator('label:has(input[value="wspush"])').click();
+      assert.match(page.url(), /player=wspush/);
+      const box = page.locator('#error');
+      await box.waitFor({ state: 'visible', timeout: 20_000 });
+      assert.match(await box.textContent(), /WebSocket push: could not connect to ws:\/\/127\.0\.0\.1:\d+\/ws\/vod\/demo/);
+      assert.equal(await page.locator('#now-url').textContent(), `${stub.baseURL.replace(/^http/, 'ws')}/ws/vod/demo`);
     } finally {
       await page.close();
     }

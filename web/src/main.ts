@@ -1,12 +1,14 @@
-// The player page: lists the origin's streams, plays one with dash.js or hls.js, and
-// shows live QoE numbers and a chart. Deep link: /?stream=NAME&live=1|0&player=dashjs|hlsjs
-// autoplays muted. Tests read window.streambed.stats().
+// The player page: lists the origin's streams, plays one with dash.js, hls.js or
+// WebSocket push (our MSE feeder, wspush.ts), and shows live QoE numbers and a chart.
+// Deep link: /?stream=NAME&live=1|0&player=dashjs|hlsjs|wspush autoplays muted. Tests
+// read window.streambed.stats().
 
 import './app.css';
 import { describeTrack, fetchStreams, formatBitrate, streamKey, type StreamInfo } from './api';
 import { Chart } from './chart';
 import { createPlayer, isPlayerKind, PLAYER_LABELS, type PlayerAdapter, type PlayerKind } from './players';
 import { emptyStats, QoeRecorder, STALL_MIN_MS, type Stats } from './stats';
+import { pushURL } from './wspush';
 
 const TICK_MS = 250;
 
@@ -173,10 +175,23 @@ function highlightCurrent(): void {
 
 // ---- playback -----------------------------------------------------------------------
 
+/** The URL a player loads: an MPD, a master playlist, or for WebSocket push the
+ * stream's ws: (wss: on an https page) URL on this origin. */
 function manifestFor(s: StreamInfo, kind: PlayerKind): string | undefined {
   if (kind === 'hlsjs') return s.hls;
+  if (kind === 'wspush') return pushURL(pushPathFor(s), location.href);
   return useTimeline && s.dash_timeline ? s.dash_timeline : s.dash;
 }
+
+/** The push URL /api/streams lists (/ws/{channel}, /ws/vod/{asset}); built the same
+ * way for an origin that does not list it (docs/protocols/wspush.md). */
+function pushPathFor(s: StreamInfo): string {
+  if (s.ws) return s.ws;
+  const name = encodeURIComponent(s.name);
+  return s.live ? `/ws/${name}` : `/ws/vod/${name}`;
+}
+
+const FORMAT_NAMES: Record<PlayerKind, string> = { dashjs: 'DASH manifest', hlsjs: 'HLS playlist', wspush: 'WebSocket push URL' };
 
 function stop(): void {
   if (!session) return;
@@ -205,12 +220,14 @@ function play(s: StreamInfo, muted: boolean): void {
   if (!url) {
     ui.url.textContent = '';
     ui.url.removeAttribute('href');
-    showError(`${s.name} (${s.live ? 'live' : 'VOD'}) has no ${playerKind === 'hlsjs' ? 'HLS' : 'DASH'} manifest`);
+    showError(`${s.name} (${s.live ? 'live' : 'VOD'}) has no ${FORMAT_NAMES[playerKind]}`);
     highlightCurrent();
     return;
   }
   ui.url.textContent = url;
-  ui.url.href = url;
+  // A ws: URL is nothing a browser tab can open; show it without a link.
+  if (playerKind === 'wspush') ui.url.removeAttribute('href');
+  else ui.url.href = url;
 
   const id = ++sessionCounter;
   const current = () => session?.id === id;
@@ -238,7 +255,8 @@ function play(s: StreamInfo, muted: boolean): void {
   try {
     // Absolute, since parts of dash.js (its CMCD reporter) parse request URLs without a base.
     const absolute = new URL(url, location.href).href;
-    adapter.load({ url: absolute, live: s.live, liveDelaySegments, autoplay: true });
+    const segmentDurationS = s.segment_duration_ms ? s.segment_duration_ms / 1000 : null;
+    adapter.load({ url: absolute, live: s.live, liveDelaySegments, autoplay: true, segmentDurationS });
   } catch (err) {
     const msg = `${PLAYER_LABELS[playerKind]} failed to start: ${(err as Error).message}`;
     recorder.setError(msg);
@@ -276,7 +294,14 @@ const FIELDS: Field[] = [
   ['dropped', 'Dropped frames', (s) => `${s.droppedFrames} / ${s.totalFrames}`],
   ['position', 'Position', position, (s) => `media time ${s.currentTime.toFixed(3)} s`],
   ['warnings', 'Warnings', (s) => String(s.warnings), (s) => s.lastWarning ?? ''],
+  // WebSocket push only: the server adapts, so show what it chose and why.
+  ['server', 'Server chose', serverChoice, (s) => `the rendition the server chose last and its reason: ${serverChoice(s)}`],
+  ['push', 'Pushed', pushed, (s) => (s.push ? `${s.push.url}\n${s.push.messages} messages: ${s.push.inits} inits, ${s.push.chunks} chunks, ` +
+    `${s.push.switches} switches, ${s.push.skips} skips, ${s.push.adapts} adapt reports` : '')],
 ];
+
+/** Rows shown only while the WebSocket push player plays. */
+const PUSH_ONLY = new Set(['server', 'push']);
 
 const statCells = new Map<string, HTMLElement>();
 
@@ -291,9 +316,25 @@ function initStats(): void {
     dd.dataset.stat = key;
     dd.textContent = '–';
     wrap.append(dt, dd);
+    if (PUSH_ONLY.has(key)) {
+      wrap.hidden = true;
+      wrap.classList.add('wide');
+    }
     ui.stats.append(wrap);
     statCells.set(key, dd);
   }
+}
+
+function serverChoice(s: Stats): string {
+  if (s.serverReason == null) return '–';
+  const track = s.serverTrack ? s.serverTrack : 'held back';
+  const est = s.serverEstimateBps ? `, estimate ${formatBitrate(s.serverEstimateBps)}` : '';
+  return `${track} (${s.serverReason}${est})`;
+}
+
+function pushed(s: Stats): string {
+  if (!s.push) return '–';
+  return `${s.push.chunks} chunks · ${formatBytes(s.push.bytes)}${s.push.policy ? ` · policy ${s.push.policy}` : ''}`;
 }
 
 function latency(s: Stats): string {
@@ -331,6 +372,7 @@ function tick(): void {
     const text = value(s);
     if (cell.textContent !== text) cell.textContent = text;
     if (title) cell.title = title(s);
+    if (PUSH_ONLY.has(key) && cell.parentElement) cell.parentElement.hidden = s.player !== 'wspush';
   }
   const state = statCells.get('state');
   if (state) state.dataset.state = stateOf(s);

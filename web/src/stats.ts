@@ -5,7 +5,7 @@
 // media element pausing for a fraction of a millisecond at a gap it then crosses,
 // are counted apart as short waits, since no viewer sees them.
 
-import type { PlayerAdapter, PlayerKind } from './players';
+import type { PlayerAdapter, PlayerKind, PushCounters } from './players';
 
 /** A wait for data shorter than this is not a stall: about 2–3 frames at 25 fps. */
 export const STALL_MIN_MS = 100;
@@ -52,6 +52,13 @@ export interface Stats {
   error: string | null;
   warnings: number;
   lastWarning: string | null;
+  /** WebSocket push only (else null): the track the server chose last ('' while it
+   * holds media back), why, and its capacity estimate in bit/s when it has one. */
+  serverTrack: string | null;
+  serverReason: string | null;
+  serverEstimateBps: number | null;
+  /** WebSocket push only (else null): what the session received, counted per message. */
+  push: PushCounters | null;
 }
 
 export function emptyStats(): Stats {
@@ -60,6 +67,7 @@ export function emptyStats(): Stats {
     width: 0, height: 0, stalls: 0, stallMs: 0, shortWaits: 0, waits: [], latencyS: null,
     targetLatencyS: null, requests: 0, bytes: 0, droppedFrames: 0, totalFrames: 0,
     currentTime: 0, playing: false, error: null, warnings: 0, lastWarning: null,
+    serverTrack: null, serverReason: null, serverEstimateBps: null, push: null,
   };
 }
 
@@ -178,6 +186,7 @@ export class QoeRecorder {
     const q = typeof v.getVideoPlaybackQuality === 'function' ? v.getVideoPlaybackQuality() : null;
     const stallMs = this.stallInProgressMs();
     const stalled = stallMs > 0;
+    const choice = this.adapter.serverChoice?.() ?? null;
     return {
       player: this.adapter.kind,
       stream: this.stream,
@@ -202,6 +211,10 @@ export class QoeRecorder {
       error: this.error,
       warnings: this.warnings,
       lastWarning: this.lastWarning,
+      serverTrack: choice ? choice.track : null,
+      serverReason: choice ? choice.reason : null,
+      serverEstimateBps: choice?.estimateBps ?? null,
+      push: this.adapter.pushCounters?.() ?? null,
     };
   }
 

@@ -1,5 +1,6 @@
 // Browser tests of the player page against the real origin: `streambed serve` with the
-// packaged test assets, headless Chromium, dash.js and hls.js, live and on demand.
+// packaged test assets, headless Chromium, dash.js, hls.js and WebSocket push, live and
+// on demand, plus low-latency live over WebSocket push.
 //
 //   STREAMBED_BIN          the binary (default bin/streambed in the repo)
 //   STREAMBED_TEST_ASSETS  folder of packaged assets for --assets (omitted if unset)
@@ -14,12 +15,21 @@ import { launchBrowser } from '../testkit/browser.mjs';
 import { checkPlayback } from '../testkit/checks.mjs';
 import { startStreambed } from '../testkit/server.mjs';
 
-describe('player page on streambed serve', { timeout: 480_000 }, () => {
+// The server's live channels: `demo` exactly as `serve` makes it by default (one chunk
+// per 2 s segment), and `demo-ll` looping the same asset with one-frame chunks
+// (`--channel NAME=ASSET,chunk=40ms`: the test asset is 25 fps; ChannelConfig
+// ChunkDuration in internal/server/config.go, `chunk_duration` in YAML). With one chunk
+// per segment a chunk is out only when its segment is complete, so no player can be
+// less than a segment behind the edge; one-frame chunks are pushed as each frame is due.
+const LOW_LATENCY = 'demo-ll';
+const CHANNELS = ['demo=demo,dvr=60s', `${LOW_LATENCY}=demo,dvr=60s,chunk=40ms`];
+
+describe('player page on streambed serve', { timeout: 600_000 }, () => {
   let server;
   let browser;
 
   before(async () => {
-    server = await startStreambed();
+    server = await startStreambed({ channels: CHANNELS });
     browser = await launchBrowser();
   });
 
@@ -31,8 +41,8 @@ describe('player page on streambed serve', { timeout: 480_000 }, () => {
     }
   });
 
-  const find = (live) => {
-    const s = server.streams.find((x) => x.name === 'demo' && x.live === live);
+  const find = (live, name = 'demo') => {
+    const s = server.streams.find((x) => x.name === name && x.live === live);
     assert.ok(s, `/api/streams has no ${live ? 'live channel' : 'VOD asset'} "demo": ${JSON.stringify(server.streams)}\nserver output:\n${server.output()}`);
     return s;
   };
@@ -49,12 +59,13 @@ describe('player page on streambed serve', { timeout: 480_000 }, () => {
   // On-demand first: a live channel that starts with the server has a longer window by
   // the time its tests run.
   for (const live of [false, true]) {
-    for (const player of ['dashjs', 'hlsjs']) {
+    for (const player of ['dashjs', 'hlsjs', 'wspush']) {
       test(`${live ? 'live channel' : 'VOD asset'} demo plays with ${player}`, { timeout: 90_000 }, async (t) => {
         const s = find(live);
         const segmentMs = s.segment_duration_ms;
         assert.ok(segmentMs > 0, `demo (${live ? 'live' : 'vod'}) has no segment_duration_ms`);
         await waitFor200(`${server.baseURL}${player === 'hlsjs' ? s.hls : s.dash}`, 30_000);
+        // wspush: checkPlayback also checks that the media came by push, not pull.
         try {
           t.diagnostic(await checkPlayback(browser, server.baseURL, { name: 'demo', live, player, segmentMs }));
         } catch (err) {
@@ -64,6 +75,79 @@ describe('player page on streambed serve', { timeout: 480_000 }, () => {
       });
     }
   }
+
+  // Issue #4: live over WebSocket push with one-frame chunks plays at least 15 s with
+  // no stall after start-up, at most 1.5 s behind the live edge (median, 90th
+  // percentile and final sample), and the media provably came by push.
+  //
+  // Latency is measured as the page's stats measure it (wspush.ts latency()): the
+  // origin's clock (GET /time; the same machine here) minus the wall-clock time of the
+  // playhead, availabilityStart + video.currentTime, since the live timeline's media
+  // time 0 is the channel's availability start. checkPush recomputes it from the
+  // server's own ready message and the browser's Date.now() at every sample, and the
+  // two must agree within 0.25 s (and that median must meet the limit too), so a wrong
+  // adapter number cannot pass. The only wall-clock assertion in this file.
+  test(`live channel ${LOW_LATENCY} (one-frame chunks) over WebSocket push: ≥ 15 s, latency ≤ 1.5 s, no stall`, { timeout: 120_000 }, async (t) => {
+    const s = find(true, LOW_LATENCY);
+    assert.ok(s.ws, `/api/streams lists no ws URL for ${LOW_LATENCY}: ${JSON.stringify(s)}`);
+    await waitFor200(`${server.baseURL}${s.dash}`, 30_000);
+    try {
+      t.diagnostic(await checkPlayback(browser, server.baseURL, {
+        name: LOW_LATENCY, live: true, player: 'wspush', segmentMs: s.segment_duration_ms,
+        seconds: 17, minPlayedS: 15, maxLatencyS: 1.5,
+      }));
+    } catch (err) {
+      err.message += `\nserver output (tail):\n${server.output().slice(-4000)}`;
+      throw err;
+    }
+  });
+
+  // Switching between pull and push on one page: each player starts cleanly after the
+  // other (the socket of the push session is closed, no error carries over), and the
+  // stats panel shows the server's choice and the push counters only for push.
+  test('switches between dash.js and WebSocket push on one page', { timeout: 90_000 }, async () => {
+    const { page, log } = await browser.newPage();
+    const context = async () => `\nstats: ${JSON.stringify(await page.evaluate(() => window.streambed.stats()).catch(() => null))}\nbrowser log:\n  ${log.slice(-30).join('\n  ')}`;
+    const playing = (player) => page.waitForFunction((p) => {
+      const s = window.streambed.stats();
+      return (window.streambed.player === p && s.playing && s.requests > 0) || s.error != null;
+    }, player, { timeout: 30_000, polling: 100 });
+    const sockets = [];
+    page.on('websocket', (ws) => {
+      const entry = { url: ws.url(), closed: false };
+      sockets.push(entry);
+      ws.on('close', () => { entry.closed = true; });
+    });
+    try {
+      await page.goto(`${server.baseURL}/?stream=demo&live=1&player=dashjs`);
+      await playing('dashjs');
+      const serverRow = page.locator('dd[data-stat="server"]');
+      assert.equal(await serverRow.isVisible(), false, `"Server chose" shown for dash.js${await context()}`);
+
+      await page.locator('label:has(input[value="wspush"])').click();
+      await playing('wspush');
+      let s = await page.evaluate(() => window.streambed.stats());
+      assert.equal(s.error, null, `error after switching to push${await context()}`);
+      assert.match(page.url(), /player=wspush/);
+      assert.match(await page.locator('#now-url').textContent(), /^ws:\/\/127\.0\.0\.1:\d+\/ws\/demo$/);
+      await page.waitForFunction(() => window.streambed.stats().serverReason != null, null, { timeout: 10_000 });
+      assert.equal(await serverRow.isVisible(), true, `"Server chose" hidden for WebSocket push${await context()}`);
+      assert.match(await serverRow.textContent(), /^v\d+ \(.+\)$|^held back \(.+\)$/);
+      assert.match(await page.locator('dd[data-stat="push"]').textContent(), /^\d+ chunks · /);
+
+      await page.locator('label:has(input[value="dashjs"])').click();
+      await playing('dashjs');
+      s = await page.evaluate(() => window.streambed.stats());
+      assert.equal(s.error, null, `error after switching back to dash.js${await context()}`);
+      assert.equal(s.push, null);
+      assert.equal(await serverRow.isVisible(), false);
+      for (let i = 0; i < 50 && !sockets.every((x) => x.closed); i++) await new Promise((r) => setTimeout(r, 100));
+      assert.deepEqual(sockets.map((x) => [x.url.replace(/:\d+/, ':PORT'), x.closed]), [['ws://127.0.0.1:PORT/ws/demo', true]],
+        `the push session's socket is not closed after switching away${await context()}`);
+    } finally {
+      await page.close();
+    }
+  });
 
   async function waitFor200(url, timeoutMs) {
     const deadline = Date.now() + timeoutMs;

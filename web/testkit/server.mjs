@@ -29,12 +29,15 @@ export function freePort() {
 }
 
 /**
- * Runs `streambed serve --http 127.0.0.1:PORT --https "" [--assets DIR]` and waits until
- * GET /api/streams answers 200. Returns { baseURL, streams, output(), stop() }.
+ * Runs `streambed serve --http 127.0.0.1:PORT --https "" [--assets DIR] [--channel SPEC]...`
+ * and waits until GET /api/streams answers 200. Returns { baseURL, streams, output(), stop() }.
+ * `channels` are `serve --channel` values (NAME=ASSET[,dvr=60s][,chunk=40ms]...); given,
+ * they replace the demo channel, so list `demo=demo,dvr=60s` to keep it.
  */
 export async function startStreambed({
   bin = streambedBin(),
   assets = process.env.STREAMBED_TEST_ASSETS,
+  channels = [],
   // The server may package the demo asset on its first start when no assets are given.
   readyTimeoutMs = Number(process.env.STREAMBED_TEST_READY_TIMEOUT_MS) || 180_000,
 } = {}) {
@@ -44,6 +47,7 @@ export async function startStreambed({
   const port = await freePort();
   const args = ['serve', '--http', `127.0.0.1:${port}`, '--https', ''];
   if (assets) args.push('--assets', resolve(process.cwd(), assets));
+  for (const c of channels) args.push('--channel', c);
   const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const keep = (b) => {

@@ -1,3 +1,4 @@
+import { WsPushAdapter } from '../wspush';
 import { DashAdapter } from './dash';
 import { HlsAdapter } from './hls';
 import type { PlayerAdapter, PlayerEvents, PlayerKind } from './types';
@@ -5,5 +6,12 @@ import type { PlayerAdapter, PlayerEvents, PlayerKind } from './types';
 export * from './types';
 
 export function createPlayer(kind: PlayerKind, video: HTMLVideoElement, on: PlayerEvents): PlayerAdapter {
-  return kind === 'dashjs' ? new DashAdapter(video, on) : new HlsAdapter(video, on);
+  switch (kind) {
+    case 'dashjs':
+      return new DashAdapter(video, on);
+    case 'hlsjs':
+      return new HlsAdapter(video, on);
+    case 'wspush':
+      return new WsPushAdapter(video, on);
+  }
 }

@@ -1,16 +1,17 @@
 // A small seam between the page and the player libraries: each adapter drives one
-// library and reports what the stats panel needs, so the QoE recorder stays
-// library-agnostic.
+// library (or, for WebSocket push, our own MSE feeder) and reports what the stats panel
+// needs, so the QoE recorder stays library-agnostic.
 
-export type PlayerKind = 'dashjs' | 'hlsjs';
+export type PlayerKind = 'dashjs' | 'hlsjs' | 'wspush';
 
 export const PLAYER_LABELS: Record<PlayerKind, string> = {
   dashjs: 'dash.js',
   hlsjs: 'hls.js',
+  wspush: 'WebSocket push',
 };
 
 export function isPlayerKind(v: string | null): v is PlayerKind {
-  return v === 'dashjs' || v === 'hlsjs';
+  return v === 'dashjs' || v === 'hlsjs' || v === 'wspush';
 }
 
 /** What an adapter tells the page while it plays. */
@@ -30,6 +31,37 @@ export interface LoadOptions {
    * ServiceDescription or suggestedPresentationDelay, the playlist's HOLD-BACK). */
   liveDelaySegments: number | null;
   autoplay: boolean;
+  /** The stream's segment duration in seconds, when the catalogue says it (WebSocket
+   * push needs it to start `delay` segments behind the edge). */
+  segmentDurationS?: number | null;
+}
+
+/** The rendition a server-side adaptation chose last, and its reason (push only). */
+export interface ServerChoice {
+  /** Track ID, or '' while the server holds media back. */
+  track: string;
+  reason: string;
+  /** The policy's capacity estimate, bit/s, when it has one. */
+  estimateBps?: number;
+}
+
+/** What a push session received, counted by the client (WebSocket push only). */
+export interface PushCounters {
+  /** The socket's URL. */
+  url: string;
+  /** Adaptation policy the server runs for this session (from its ready message). */
+  policy: string | null;
+  /** Every message received, text and binary. */
+  messages: number;
+  /** Binary media messages: init segments and CMAF chunks. */
+  inits: number;
+  chunks: number;
+  /** Payload bytes of the media messages (framing excluded). */
+  bytes: number;
+  /** Server messages announcing a rendition switch, a skip, and adapt reports. */
+  switches: number;
+  skips: number;
+  adapts: number;
 }
 
 export interface PlayerAdapter {
@@ -43,5 +75,9 @@ export interface PlayerAdapter {
   latency(): number | null;
   /** The latency the library steers to, in seconds; null for VOD or before it knows. */
   targetLatency(): number | null;
+  /** Server-side adaptation: the track the server chose and why (push players only). */
+  serverChoice?(): ServerChoice | null;
+  /** Push players only: what the session received. */
+  pushCounters?(): PushCounters | null;
   destroy(): void;
 }
