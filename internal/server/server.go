@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/streambed/streambed/internal/hub"
 	"github.com/streambed/streambed/web"
 )
@@ -68,6 +70,9 @@ func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, 
 // Use wraps the origin's routes with a middleware, innermost first: a transport that
 // acts on pull requests (HTTP/2 push of what a request will need next) registers here.
 func (s *Server) Use(mw func(http.Handler) http.Handler) { s.middleware = append(s.middleware, mw) }
+
+// RegisterMetrics adds a transport's collector to the origin's /metrics.
+func (s *Server) RegisterMetrics(c prometheus.Collector) error { return s.metrics.reg.Register(c) }
 
 // Hub is the hub the origin serves.
 func (s *Server) Hub() *hub.Hub { return s.hub }

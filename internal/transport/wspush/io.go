@@ -50,9 +50,12 @@ func (s *session) write(_ context.Context, it *item) error {
 		}
 	}
 	s.st.Messages++
+	ctr := &s.h.ctr
+	ctr.messages.Add(1)
 	if it.text != nil {
 		s.st.TextBytes += int64(len(it.text))
 		s.st.FrameBytes += int64(WSFrameHeaderLen(len(it.text)))
+		ctr.overhead.Add(int64(len(it.text) + WSFrameHeaderLen(len(it.text))))
 		return s.conn.Write(ctx, websocket.MessageText, it.text)
 	}
 	bp := bufPool.Get().(*[]byte)
@@ -67,8 +70,11 @@ func (s *session) write(_ context.Context, it *item) error {
 	s.st.HeaderBytes += int64(hdr)
 	s.st.FrameBytes += int64(WSFrameHeaderLen(len(b)))
 	s.st.PayloadBytes += int64(len(it.data))
+	ctr.payloadBytes.Add(int64(len(it.data)))
+	ctr.overhead.Add(int64(hdr + WSFrameHeaderLen(len(b))))
 	if it.kind == KindChunk {
 		s.st.Chunks++
+		ctr.chunks.Add(1)
 	}
 	return err
 }

@@ -98,6 +98,7 @@ type Handler struct {
 	mu       sync.Mutex
 	sessions map[*session]struct{}
 	active   atomic.Int64
+	ctr      counters // for /metrics
 }
 
 // NewHandler returns a handler over h. Sessions end with 1001 when ctx is done.
@@ -136,6 +137,9 @@ func Attach(ctx context.Context, srv *server.Server, cfg server.Config, log *slo
 	if err != nil {
 		log.Error("WebSocket push is off", "err", err) // unreachable: the options were checked
 		return
+	}
+	if err := srv.RegisterMetrics(h); err != nil {
+		log.Warn("WebSocket push metrics are not on /metrics", "err", err)
 	}
 	srv.Handle("GET /ws/{channel}", h)
 	srv.Handle("GET /ws/vod/{asset}", h)

@@ -210,6 +210,7 @@ func (s *session) finish(began time.Time) {
 	s.closeMu.Unlock()
 	s.log.Debug("session ended", "policy", s.st.Policy, "chunks", s.st.Chunks, "bytes", s.st.PayloadBytes,
 		"switches", s.st.Switches, "skips", s.st.Skips, "close", s.st.CloseCode, "reason", s.st.CloseReason, "duration", s.st.Duration)
+	s.h.ctr.sessionEnded(s.st.CloseCode)
 	if f := s.opts.OnSessionEnd; f != nil {
 		f(s.st)
 	}
@@ -470,6 +471,7 @@ func (s *session) boundary(n uint64, now time.Time) (hold bool, err error) {
 		}
 		s.rung = d.Rung
 		s.st.Switches++
+		s.h.ctr.switches.Add(1)
 	}
 	if s.start.Stats {
 		a := Adapt{Type: "adapt", Segment: n, Track: s.ladder[s.rung].ID, Reason: d.Reason, Estimate: d.Estimate}
@@ -506,6 +508,8 @@ func (s *session) endSkip(n uint64, now time.Time) error {
 	s.push(Skip{Type: "skip", Segment: n, Lost: s.lost, Reason: s.skipWhy})
 	s.st.Lost += s.lost
 	s.st.Skips++
+	s.h.ctr.skips.Add(1)
+	s.h.ctr.lostMsg.Add(int64(s.lost))
 	s.lost = 0
 	recent := s.skips[:0]
 	for _, t := range s.skips {
