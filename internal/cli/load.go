@@ -64,20 +64,9 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(fs.Output(), loadUsage)
 		fs.PrintDefaults()
 	}
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return fmt.Errorf("want exactly one URL, got %d arguments", len(pos))
+	pos, err := parseOneURL(fs, args)
+	if err != nil {
+		return err
 	}
 	counts, err := parseCounts(*clients)
 	if err != nil {

@@ -105,21 +105,9 @@ func Play(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(fs.Output(), playUsage)
 		fs.PrintDefaults()
 	}
-	// Flags may come before or after the URL.
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return fmt.Errorf("want exactly one URL, got %d arguments", len(pos))
+	pos, err := parseOneURL(fs, args)
+	if err != nil {
+		return err
 	}
 	u, err := url.Parse(pos[0])
 	if err != nil || u.Host == "" {
@@ -277,4 +265,25 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// parseOneURL parses flags that may come before or after the one positional
+// argument, a URL, and returns it; otherwise it prints the usage and says why.
+func parseOneURL(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return nil, fmt.Errorf("want exactly one URL, got %d arguments", len(pos))
+	}
+	return pos, nil
 }
