@@ -284,6 +284,21 @@ func TestEarlyHints(t *testing.T) {
 	}
 }
 
+// TestEarlyHintsWSPush: a page that will play by WebSocket push is not told to
+// preload the MPD and inits it will never fetch (the push session brings the inits).
+func TestEarlyHintsWSPush(t *testing.T) {
+	o := startOrigin(t, h2push.Config{}, "")
+	resp, err := http.Get(o.h2c + "/?stream=test&live=0&player=wspush")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	links := strings.Join(resp.Header.Values("Link"), ",")
+	if strings.Contains(links, "manifest.mpd") || strings.Contains(links, "init.mp4") {
+		t.Errorf("Link headers for a push page name the MPD or inits: %q", links)
+	}
+}
+
 // TestStatsAPI is a smoke test of the stats endpoint's shape.
 func TestStatsAPI(t *testing.T) {
 	o := startOrigin(t, h2push.Config{AdminToken: "s3cret"}, "")

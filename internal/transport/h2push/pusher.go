@@ -463,8 +463,8 @@ func (p *Pusher) pageHints(q map[string][]string, v *StreamView) []string {
 	for _, a := range p.page.assets {
 		out = append(out, preload(a, KindOther))
 	}
-	if v == nil {
-		return out
+	if v == nil || (len(q["player"]) > 0 && q["player"][0] == "wspush") {
+		return out // WebSocket push brings the inits itself and reads no manifest
 	}
 	file := "manifest.mpd"
 	switch {
