@@ -359,17 +359,17 @@ func (p *SocketPolicy) Decide(now time.Time, cur int) Decision {
 		// A backlog confirms the path is full: the estimate (never the older,
 		// application-limited samples) says how far down.
 		to := fit(est)
-		return fail(to, fmt.Sprintf("estimate %.0f kbit/s, backlog %d B: down to %s", est/1000, q, p.ladder[to].ID))
+		return fail(to, fmt.Sprintf("estimate %s, backlog %d B: down to %s", kbps(est), q, p.ladder[to].ID))
 	case congested:
 		return fail(max(cur-1, 0), fmt.Sprintf("backlog %d B: step down", q))
 	case est > 0 && fit(est) > cur && idle:
 		p.backoff = 1
-		return Decision{Rung: cur + 1, Reason: fmt.Sprintf("estimate %.0f kbit/s fits %s: step up", est/1000, p.ladder[cur+1].ID), Estimate: est}
+		return Decision{Rung: cur + 1, Reason: fmt.Sprintf("estimate %s fits %s: step up", kbps(est), p.ladder[cur+1].ID), Estimate: est}
 	case est == 0 && capacity > 0 && fit(capacity) > cur && idle && !now.Before(p.nextProbe):
 		// Only application-limited samples: a lower bound, which an ACK burst can
 		// inflate; the step is a probe, backed off when it fails.
 		p.probing = true
-		return Decision{Rung: cur + 1, Reason: fmt.Sprintf("delivered %.0f kbit/s fits %s: step up", capacity/1000, p.ladder[cur+1].ID), Estimate: capacity}
+		return Decision{Rung: cur + 1, Reason: fmt.Sprintf("delivered %s fits %s: step up", kbps(capacity), p.ladder[cur+1].ID), Estimate: capacity}
 	}
 	if wasProbe {
 		p.backoff = 1 // the probe went through without a backlog
@@ -377,11 +377,23 @@ func (p *SocketPolicy) Decide(now time.Time, cur int) Decision {
 	if est > 0 {
 		// A sample below the rung without a backlog (slow start, a short burst) is
 		// no reason to leave a rung that is being delivered.
-		return Decision{Rung: cur, Reason: fmt.Sprintf("estimate %.0f kbit/s: stay", est/1000), Estimate: est}
+		return Decision{Rung: cur, Reason: fmt.Sprintf("estimate %s: stay", kbps(est)), Estimate: est}
 	}
 	if cur+1 < len(p.ladder) && idle && !now.Before(p.nextProbe) {
 		p.probing = true
-		return Decision{Rung: cur + 1, Reason: fmt.Sprintf("app-limited (≥ %.0f kbit/s), no backlog: probe %s", lower/1000, p.ladder[cur+1].ID)}
+		return Decision{Rung: cur + 1, Reason: fmt.Sprintf("app-limited (≥ %s), no backlog: probe %s", kbps(lower), p.ladder[cur+1].ID)}
 	}
-	return Decision{Rung: cur, Reason: fmt.Sprintf("app-limited (≥ %.0f kbit/s): stay", lower/1000)}
+	return Decision{Rung: cur, Reason: fmt.Sprintf("app-limited (≥ %s): stay", kbps(lower))}
+}
+
+// kbps formats a rate for the policy's reasons: kbit/s as the ladder is declared,
+// Mbit/s or Gbit/s where kbit/s would be an unreadable number (loopback rates).
+func kbps(bps float64) string {
+	switch {
+	case bps >= 10e9:
+		return fmt.Sprintf("%.0f Gbit/s", bps/1e9)
+	case bps >= 100e6:
+		return fmt.Sprintf("%.0f Mbit/s", bps/1e6)
+	}
+	return fmt.Sprintf("%.0f kbit/s", bps/1000)
 }
