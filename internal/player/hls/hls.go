@@ -22,6 +22,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"net/url"
 	"path"
 	"strconv"
@@ -243,7 +244,7 @@ func ParseMultivariant(data []byte, u string) (*Multivariant, error) {
 	var pending map[string]string
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	ids := map[string]bool{}
+	ids := map[string]int{}
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		switch {
@@ -264,6 +265,9 @@ func ParseMultivariant(data []byte, u string) (*Multivariant, error) {
 				r.ID = uniqueID(ids, idFromURI(r.URI, len(mv.Audio)))
 			}
 			mv.Audio = append(mv.Audio, r)
+			if len(mv.Audio) > maxVariants {
+				return nil, fmt.Errorf("%s: more than %d audio renditions: %w", u, maxVariants, media.ErrInvalidMedia)
+			}
 		case strings.HasPrefix(line, "#EXTINF") || strings.HasPrefix(line, "#EXT-X-TARGETDURATION"):
 			isMedia = true
 		case line != "" && !strings.HasPrefix(line, "#") && pending != nil:
@@ -281,6 +285,9 @@ func ParseMultivariant(data []byte, u string) (*Multivariant, error) {
 			v.ID = uniqueID(ids, idFromURI(v.URI, len(mv.Variants)))
 			mv.Variants = append(mv.Variants, v)
 			pending = nil
+			if len(mv.Variants) > maxVariants {
+				return nil, fmt.Errorf("%s: more than %d variants: %w", u, maxVariants, media.ErrInvalidMedia)
+			}
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -341,11 +348,11 @@ func ParseMedia(data []byte, u string) (*MediaPlaylist, error) {
 		switch {
 		case line == "":
 		case tag == "#EXT-X-TARGETDURATION":
-			v, err := strconv.ParseFloat(val, 64)
-			if err != nil || v <= 0 {
+			d, ok := tagDuration(val, true)
+			if !ok {
 				return nil, bad("EXT-X-TARGETDURATION %q", val)
 			}
-			mp.TargetDuration = time.Duration(v * float64(time.Second))
+			mp.TargetDuration = d
 		case tag == "#EXT-X-MEDIA-SEQUENCE":
 			v, err := strconv.ParseUint(val, 10, 64)
 			if err != nil {
@@ -370,8 +377,8 @@ func ParseMedia(data []byte, u string) (*MediaPlaylist, error) {
 			// VOD lists end with EXT-X-ENDLIST anyway; EVENT grows like live.
 		case tag == "#EXT-X-SERVER-CONTROL":
 			if hb := attrs(val)["HOLD-BACK"]; hb != "" {
-				if v, err := strconv.ParseFloat(hb, 64); err == nil && v > 0 {
-					mp.HoldBack = time.Duration(v * float64(time.Second))
+				if d, ok := tagDuration(hb, true); ok {
+					mp.HoldBack = d
 				}
 			}
 		case tag == "#EXT-X-BYTERANGE":
@@ -384,11 +391,11 @@ func ParseMedia(data []byte, u string) (*MediaPlaylist, error) {
 			pdt = t
 		case tag == "#EXTINF":
 			d, _, _ := strings.Cut(val, ",")
-			v, err := strconv.ParseFloat(strings.TrimSpace(d), 64)
-			if err != nil || v < 0 {
+			v, ok := tagDuration(d, false)
+			if !ok {
 				return nil, bad("EXTINF %q", val)
 			}
-			dur, inf = time.Duration(v*float64(time.Second)), true
+			dur, inf = v, true
 		case strings.HasPrefix(line, "#"):
 			// Other tags and comments.
 		default:
@@ -468,11 +475,31 @@ func idFromURI(u string, i int) string {
 	return fmt.Sprintf("r%d", i)
 }
 
-func uniqueID(seen map[string]bool, id string) string {
+func uniqueID(seen map[string]int, id string) string {
 	out := id
-	for i := 2; seen[out]; i++ {
+	// seen[id] is the next suffix to try for id, so n duplicates cost n steps in all,
+	// not n² (a hostile playlist of identical variants).
+	for i := max(seen[id], 2); seen[out] != 0; i++ {
 		out = fmt.Sprintf("%s-%d", id, i)
+		seen[id] = i + 1
 	}
-	seen[out] = true
+	seen[out] = max(seen[out], 1)
 	return out
+}
+
+// maxVariants bounds a multivariant playlist: the loader fetches one media playlist
+// per variant and rendition.
+const maxVariants = 1 << 10
+
+// maxSeconds bounds a duration tag: beyond it time.Duration overflows into nonsense.
+const maxSeconds = 1e8
+
+// tagDuration converts a duration tag's value, refusing NaN, infinities, negatives (or
+// zero when positive is required) and values that do not fit a time.Duration.
+func tagDuration(s string, positive bool) (time.Duration, bool) {
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || math.IsNaN(v) || v < 0 || v > maxSeconds || (positive && v == 0) {
+		return 0, false
+	}
+	return time.Duration(v * float64(time.Second)), true
 }

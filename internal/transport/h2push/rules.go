@@ -70,6 +70,9 @@ func (p *Pusher) validate(rs *Rules) error {
 			}
 			for _, path := range r.Push {
 				if p.page.hasFile(path) && cleanPath(strings.SplitN(path, "?", 2)[0]) {
+					if !linkSafe(path) {
+						return fmt.Errorf("%w: target %q: %q has a character that cannot go into a push or a Link header (controls, spaces, #<>,;\"\\)", ErrInvalidRules, target, path)
+					}
 					continue
 				}
 				if err := p.checkStreamPath(path, ""); err != nil {
@@ -96,6 +99,19 @@ func (p *Pusher) validate(rs *Rules) error {
 		}
 	}
 	return nil
+}
+
+// linkSafe says whether a path (with its query) can be pushed and named in a
+// Link: <…>; rel=preload header as it is: no control characters or spaces (HPACK
+// and header values refuse them) and none of the characters that end or split a
+// Link value.
+func linkSafe(path string) bool {
+	for i := 0; i < len(path); i++ {
+		if c := path[i]; c <= ' ' || c == 0x7f || strings.IndexByte("#<>,;\"\\", c) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // checkStreamPath checks that path names an existing resource of a stream, under

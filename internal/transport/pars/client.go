@@ -229,6 +229,9 @@ func (c *Client) fetchSegment(ctx context.Context, u string, n int) (*player.Res
 		if size, err = c.size(ctx, lanes[0], u); err != nil {
 			return nil, Sample{}, err
 		}
+		if size > c.opts.MaxSegmentBytes {
+			return nil, Sample{}, tooLarge(u, size, c.opts.MaxSegmentBytes)
+		}
 		if size >= 0 {
 			ranges = Split(size, n, c.opts.MinRange)
 		}
@@ -302,7 +305,7 @@ func fetchWhole(ctx context.Context, l *lane, u string, o *ConnOptions, m *meter
 		x, err := l.open(ctx, http.MethodGet, u, nil, o)
 		if err == nil {
 			var b []byte
-			b, err = readWhole(x, m, i)
+			b, err = readWhole(x, m, i, o.MaxSegmentBytes)
 			x.close()
 			if err == nil {
 				m.done(i, time.Now())
@@ -320,11 +323,14 @@ func fetchWhole(ctx context.Context, l *lane, u string, o *ConnOptions, m *meter
 	return nil, fmt.Errorf("GET %s: %d attempts: %w", u, o.MaxRetries+1, lastErr)
 }
 
-// readWhole reads a 200 response's body.
-func readWhole(x *exchange, m *meter, i int) ([]byte, error) {
+// readWhole reads a 200 response's body, of at most limit bytes.
+func readWhole(x *exchange, m *meter, i int, limit int64) ([]byte, error) {
 	if x.resp.StatusCode != http.StatusOK {
 		io.Copy(io.Discard, io.LimitReader(x.resp.Body, 64<<10))
 		return nil, statusError(x.resp)
+	}
+	if x.resp.ContentLength > limit {
+		return nil, tooLarge(x.resp.Request.URL.String(), x.resp.ContentLength, limit)
 	}
 	if x.resp.ContentLength >= 0 {
 		b := make([]byte, x.resp.ContentLength)
@@ -337,6 +343,9 @@ func readWhole(x *exchange, m *meter, i int) ([]byte, error) {
 	for {
 		k, err := x.resp.Body.Read(buf)
 		if k > 0 {
+			if int64(len(out)+k) > limit {
+				return nil, tooLarge(x.resp.Request.URL.String(), int64(len(out)+k), limit)
+			}
 			out = append(out, buf[:k]...)
 			x.timer.Reset(x.stall)
 			m.add(i, k, time.Now())
@@ -348,6 +357,11 @@ func readWhole(x *exchange, m *meter, i int) ([]byte, error) {
 			return nil, x.cause(err)
 		}
 	}
+}
+
+// tooLarge refuses a segment over ConnOptions.MaxSegmentBytes before it is allocated.
+func tooLarge(u string, size, limit int64) error {
+	return fmt.Errorf("%s: segment of %d bytes is over the %d-byte limit (MaxSegmentBytes): %w", u, size, limit, media.ErrInvalidMedia)
 }
 
 // segFetch is the shared state of one segment's range fetches.
@@ -467,7 +481,7 @@ func (c *Client) readRange(ctx context.Context, l *lane, i int, u string, r Rang
 			return 0, errWholeBody
 		}
 		sf.cancelOthers(i)
-		b, err := readWhole(x, m, i)
+		b, err := readWhole(x, m, i, c.opts.MaxSegmentBytes)
 		if err != nil {
 			return 0, permanentError{err}
 		}

@@ -32,7 +32,10 @@ type ConnOptions struct {
 	// MaxRetries per byte range (ParS) or segment (Parallel) before the fetch fails
 	// (default 3).
 	MaxRetries int
-	Logger     *slog.Logger
+	// MaxSegmentBytes refuses a segment larger than this, whatever the index, HEAD or
+	// Content-Length claims, before allocating it (default 256 MiB).
+	MaxSegmentBytes int64
+	Logger          *slog.Logger
 }
 
 func (o ConnOptions) withDefaults() ConnOptions {
@@ -44,6 +47,9 @@ func (o ConnOptions) withDefaults() ConnOptions {
 	}
 	if o.MaxRetries <= 0 {
 		o.MaxRetries = 3
+	}
+	if o.MaxSegmentBytes <= 0 {
+		o.MaxSegmentBytes = 256 << 20
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -1,0 +1,240 @@
+package pars
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/streambed/streambed/internal/hub"
+	"github.com/streambed/streambed/internal/testmedia"
+)
+
+// contentRangeSeeds are the Content-Range headers net/http's ServeContent (what the
+// origin serves segments with) answers to the ranges the client asks for.
+func contentRangeSeeds(t testing.TB) []string {
+	body := bytes.Repeat([]byte{7}, 100_003)
+	var out []string
+	for _, n := range []int{1, 2, 3, 8} {
+		for _, r := range Split(int64(len(body)), n, 1) {
+			req := httptest.NewRequest(http.MethodGet, "/vod/a/v/1.m4s", nil)
+			req.Header.Set("Range", r.Header())
+			w := httptest.NewRecorder()
+			http.ServeContent(w, req, "", time.Time{}, bytes.NewReader(body))
+			if w.Code != http.StatusPartialContent {
+				t.Fatalf("%s: status %d", r.Header(), w.Code)
+			}
+			out = append(out, w.Header().Get("Content-Range"))
+		}
+	}
+	return out
+}
+
+func FuzzContentRange(f *testing.F) {
+	for _, s := range contentRangeSeeds(f) {
+		f.Add(s)
+	}
+	for _, s := range []string{"bytes 5-5/*", "bytes */1000", " bytes 0-0/1 ", "bytes 10-5/100", "items 0-1/2", "bytes 0-1",
+		"bytes 0-9223372036854775806/9223372036854775807", "bytes +1-2/3", "bytes 1-2/-3", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, size, ok := contentRange(s)
+		if !ok {
+			if r != (Range{}) || size != 0 {
+				t.Fatalf("refused, yet returned %+v, %d", r, size)
+			}
+			return
+		}
+		last := r.End() - 1 // wraps like the computation of r.Len
+		if r.Off < 0 || last < r.Off {
+			t.Fatalf("range %+v (last %d)", r, last)
+		}
+		// Known: "bytes 0-9223372036854775807/…" overflows Len to a negative value.
+		// Harmless, as the client only accepts a range equal to the one it asked for.
+		if r.Len <= 0 && !(r.Off == 0 && last == math.MaxInt64) {
+			t.Fatalf("range %+v", r)
+		}
+		// Written out as a server would, it parses to the same range and size.
+		total := strconv.FormatInt(size, 10)
+		if size == -1 {
+			total = "*"
+		}
+		again := fmt.Sprintf("bytes %d-%d/%s", r.Off, last, total)
+		r2, size2, ok2 := contentRange(again)
+		if !ok2 || r2 != r || size2 != size {
+			t.Fatalf("%q → %+v, %d; %q → %+v, %d, %v", s, r, size, again, r2, size2, ok2)
+		}
+		// And the range is what the client asks for with the same bytes.
+		if want := fmt.Sprintf("bytes=%d-%d", r.Off, last); r.Header() != want {
+			t.Fatalf("%+v asks %q, want %q", r, r.Header(), want)
+		}
+	})
+}
+
+// indexSeeds are segment indexes as the origin serves them (built from the test
+// asset by the real handler's code, and as the client tests' origin writes them),
+// and hand-written edge cases.
+func indexSeeds(t testing.TB) [][]byte {
+	a, err := hub.OpenAsset(testmedia.Asset(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	for _, tr := range a.Info().Tracks {
+		b, err := buildIndex(a, tr.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	var buf bytes.Buffer
+	_ = json.NewEncoder(&buf).Encode(Index{Track: "v", Segments: []IndexSegment{{Number: 1, Time: 7, Size: 4000}, {Number: 2, Time: 9, Size: 1}}})
+	out = append(out, buf.Bytes())
+	for _, s := range []string{
+		`{"track":"v","segments":[]}`,
+		`{"track":"v","segments":null}`,
+		`{"track":"v"}`,
+		`{"segments":[{"number":1,"time":7,"size":-1},{"number":1,"time":7,"size":0}]}`,
+		`{"segments":[{"number":1,"size":9223372036854775807},{"time":7,"size":1e3}]}`,
+		`{"segments":[{"number":1,"size":9223372036854775807},{"time":7,"size":16385}]}`,
+		`{"segments":[{"number":18446744073709551615,"time":18446744073709551615,"size":5}],"extra":true}`,
+		`[]`, `null`, `<html>not found</html>`, ``,
+	} {
+		out = append(out, []byte(s))
+	}
+	return out
+}
+
+// FuzzIndex serves a fuzzed segment index beside two segments and asks the client
+// their sizes, as it does before splitting a segment into ranges: the sizes come from
+// the index where it lists the segment, else from HEAD; the index is fetched once,
+// whatever it holds; every size splits into valid ranges.
+func FuzzIndex(f *testing.F) {
+	for _, s := range indexSeeds(f) {
+		f.Add(s)
+	}
+	var (
+		body                atomic.Pointer[[]byte]
+		indexGets, heads    atomic.Int64
+		headSize1, headSize = int64(4321), int64(5432)
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/vod/a/v/index.json":
+			indexGets.Add(1)
+			_, _ = w.Write(*body.Load())
+		case "/vod/a/v/1.m4s", "/vod/a/v/t7.m4s":
+			heads.Add(1)
+			n := headSize
+			if r.URL.Path == "/vod/a/v/1.m4s" {
+				n = headSize1
+			}
+			w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	f.Cleanup(srv.Close)
+	c, err := New(Options{Connections: 2, MinRange: 1})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { c.Close() })
+
+	f.Fuzz(func(t *testing.T, b []byte) {
+		body.Store(&b)
+		indexGets.Store(0)
+		heads.Store(0)
+		c.mu.Lock()
+		clear(c.indexes)
+		clear(c.sizes)
+		c.mu.Unlock()
+		lanes, err := c.pool.get(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.pool.put(lanes)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+
+		// What the index says, decoded independently: the last entry for a name wins.
+		want1, want2, wantHeads := headSize1, headSize, 2
+		var doc Index
+		if json.Unmarshal(b, &doc) == nil && doc.Segments != nil {
+			in1, in2 := false, false
+			for _, s := range doc.Segments {
+				if s.Number == 1 {
+					want1, in1 = s.Size, true
+				}
+				if s.Time == 7 {
+					want2, in2 = s.Size, true
+				}
+			}
+			wantHeads = 0
+			for _, in := range []bool{in1, in2} {
+				if !in {
+					wantHeads++
+				}
+			}
+		}
+		for _, q := range []struct {
+			file string
+			want int64
+		}{{"1.m4s", want1}, {"t7.m4s", want2}} {
+			size, err := c.size(ctx, lanes[0], srv.URL+"/vod/a/v/"+q.file)
+			if err != nil {
+				t.Fatalf("%s: %v", q.file, err)
+			}
+			if size != q.want {
+				t.Fatalf("%s: size %d, want %d", q.file, size, q.want)
+			}
+			checkSplit(t, size)
+		}
+		if n := indexGets.Load(); n != 1 {
+			t.Fatalf("index fetched %d times, want once", n)
+		}
+		if n := heads.Load(); n != int64(wantHeads) {
+			t.Fatalf("%d HEAD requests, want %d", n, wantHeads)
+		}
+	})
+}
+
+// checkSplit checks the ranges a segment of size bytes is cut into (as the client
+// does, with the default MinRange and up to 8 connections): contiguous, complete,
+// non-empty, even.
+func checkSplit(t *testing.T, size int64) {
+	t.Helper()
+	for _, n := range []int{1, 3, 8} {
+		rs := Split(size, n, 16<<10)
+		if size <= 0 {
+			if rs != nil {
+				t.Fatalf("Split(%d, %d) = %v", size, n, rs)
+			}
+			continue
+		}
+		if len(rs) == 0 || len(rs) > n {
+			t.Fatalf("Split(%d, %d): %d ranges", size, n, len(rs))
+		}
+		var off int64
+		for _, r := range rs {
+			if r.Off != off || r.Len <= 0 || r.Len < rs[len(rs)-1].Len || r.Len > rs[0].Len || rs[0].Len-rs[len(rs)-1].Len > 1 {
+				t.Fatalf("Split(%d, %d) = %v", size, n, rs)
+			}
+			if len(rs) > 1 && r.Len < 16<<10 {
+				t.Fatalf("Split(%d, %d) = %v: a range shorter than MinRange", size, n, rs)
+			}
+			off = r.End()
+		}
+		if off != size {
+			t.Fatalf("Split(%d, %d) covers %d bytes", size, n, off)
+		}
+	}
+}
