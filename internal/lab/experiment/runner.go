@@ -59,6 +59,26 @@ const (
 	httpsPort = 8443
 )
 
+// LinkSettle is how long a run waits after its cell's link profile is set. The
+// emulated link keeps packets in order, so after a cell with a long delay the last
+// packets of the previous run (its connections closing) still hold the delay line,
+// and the next run's first packets wait behind them: up to the previous one-way delay
+// (measured: a page load at RTT 0 right after one at RTT 300 ms took 130 ms longer).
+// One second drains every delay the scenarios use.
+const LinkSettle = time.Second
+
+// Settle waits LinkSettle, or until ctx ends.
+func Settle(ctx context.Context) error {
+	t := time.NewTimer(LinkSettle)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
 // Execute runs every cell of s the scenario's number of times.
 func Execute(ctx context.Context, s *Scenario, opts Options) (*Results, error) {
 	if opts.Bin == "" {
@@ -75,29 +95,14 @@ func Execute(ctx context.Context, s *Scenario, opts Options) (*Results, error) {
 	res.Host, _ = os.Hostname()
 
 	// 1. Content: one packaged asset per segment duration, cached across runs.
-	assets := filepath.Join(opts.OutDir, ".assets")
-	if err := os.MkdirAll(assets, 0o755); err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(assets)
-	durs, err := s.SegmentDurations()
+	assets, durs, err := PrepareAssets(ctx, s, opts)
 	if err != nil {
 		return nil, err
 	}
-	for _, d := range durs {
-		dir, err := prepareContent(ctx, s, d, opts)
-		if err != nil {
-			return nil, err
-		}
-		link := filepath.Join(assets, assetName(d))
-		_ = os.Remove(link)
-		if err := os.Symlink(dir, link); err != nil {
-			return nil, err
-		}
-	}
+	defer os.RemoveAll(assets)
 
 	// 2. Network and origin.
-	base, err := s.baseProfile()
+	base, err := s.CellProfile(Cell{})
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +114,8 @@ func Execute(ctx context.Context, s *Scenario, opts Options) (*Results, error) {
 	res.Backend = string(nw.Backend())
 	opts.Log.Info("network up", "backend", nw.Backend(), "why", nw.Why(), "server", nw.Server())
 
-	origin, err := startOrigin(ctx, nw, s, durs, assets, opts)
+	defer os.RemoveAll(filepath.Join(opts.OutDir, ".origin")) // after the origin stops
+	origin, err := StartOrigin(ctx, nw, s, durs, assets, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -134,12 +140,15 @@ func Execute(ctx context.Context, s *Scenario, opts Options) (*Results, error) {
 			}
 			key := s.Key(cell)
 			bar.update(done, key)
-			prof, err := s.cellProfile(cell)
+			prof, err := s.CellProfile(cell)
 			if err != nil {
 				return nil, err
 			}
 			if err := nw.SetLink("client", "server", prof); err != nil {
 				return nil, fmt.Errorf("%s: set link: %w", key, err)
+			}
+			if err := Settle(ctx); err != nil {
+				return res, err
 			}
 			r := runPlayer(ctx, nw, s, cell, opts)
 			r.Key, r.Cell, r.Rep = key, cell, rep
@@ -155,8 +164,34 @@ func Execute(ctx context.Context, s *Scenario, opts Options) (*Results, error) {
 	return res, nil
 }
 
-// assetName names the packaged content of one segment duration: "seg-2s".
-func assetName(d time.Duration) string { return "seg-" + d.String() }
+// AssetName names the packaged content of one segment duration: "seg-2s".
+func AssetName(d time.Duration) string { return "seg-" + d.String() }
+
+// PrepareAssets packages the scenario's content once per segment duration (cached in
+// opts.CacheDir) and links each package into OUTDIR/.assets as AssetName(d), the
+// folder to give `streambed serve --assets`. The caller removes the folder.
+func PrepareAssets(ctx context.Context, s *Scenario, opts Options) (assets string, durs []time.Duration, err error) {
+	assets = filepath.Join(opts.OutDir, ".assets")
+	if err := os.MkdirAll(assets, 0o755); err != nil {
+		return "", nil, err
+	}
+	if durs, err = s.SegmentDurations(); err != nil {
+		return "", nil, err
+	}
+	for _, d := range durs {
+		dir, err := prepareContent(ctx, s, d, opts)
+		if err == nil {
+			link := filepath.Join(assets, AssetName(d))
+			_ = os.Remove(link)
+			err = os.Symlink(dir, link)
+		}
+		if err != nil {
+			os.RemoveAll(assets)
+			return "", nil, err
+		}
+	}
+	return assets, durs, nil
+}
 
 // prepareContent packages the scenario's content for segment duration d, once.
 func prepareContent(ctx context.Context, s *Scenario, d time.Duration, opts Options) (string, error) {
@@ -166,7 +201,7 @@ func prepareContent(ctx context.Context, s *Scenario, d time.Duration, opts Opti
 	}
 	tag := strings.NewReplacer("/", "_", " ", "_", ":", "_", ",", "_").Replace(fmt.Sprintf("%s-%s-%s-%s-keep%v", filepath.Base(src), d, s.Content.Ladder, s.Content.AudioBitrate, s.Content.KeepDuration))
 	dir := filepath.Join(opts.CacheDir, tag)
-	args := []string{"package", "-o", dir, "--segment-duration", d.String(), "--name", assetName(d)}
+	args := []string{"package", "-o", dir, "--segment-duration", d.String(), "--name", AssetName(d)}
 	if s.Content.Synthetic != "" {
 		args = append(args, "--synthetic", s.Content.Synthetic)
 	} else {
@@ -197,21 +232,22 @@ func prepareContent(ctx context.Context, s *Scenario, d time.Duration, opts Opti
 	return dir, nil
 }
 
-// startOrigin runs `streambed serve` in the server host and waits until the client
-// host can reach it.
-func startOrigin(ctx context.Context, nw *netem.Network, s *Scenario, durs []time.Duration, assets string, opts Options) (*exec.Cmd, error) {
+// StartOrigin runs `streambed serve` in the server host — HTTP on :8080, HTTPS on
+// :8443, data in OUTDIR/.origin (the caller removes it), log in OUTDIR/origin.log,
+// the assets on demand and, for live scenarios only, one channel per segment
+// duration — and waits until the client host can reach it.
+func StartOrigin(ctx context.Context, nw *netem.Network, s *Scenario, durs []time.Duration, assets string, opts Options) (*exec.Cmd, error) {
 	args := []string{"serve", "--assets", assets, "--no-demo", "--log-level", "warn",
 		"--http", fmt.Sprintf("0.0.0.0:%d", httpPort), "--https", fmt.Sprintf("0.0.0.0:%d", httpsPort),
 		"--data-dir", filepath.Join(opts.OutDir, ".origin")}
 	for _, d := range durs {
 		if s.Play.Live { // only loopable content can be a channel
-			args = append(args, "--channel", fmt.Sprintf("live-%s=%s", assetName(d), assetName(d)))
+			args = append(args, "--channel", fmt.Sprintf("live-%s=%s", AssetName(d), AssetName(d)))
 		}
 	}
 	if !s.Play.Live {
 		args = append(args, "--channel", "") // none: serve the assets on demand only
 	}
-	defer os.RemoveAll(filepath.Join(opts.OutDir, ".origin"))
 	cmd := nw.CommandContext(ctx, "server", append([]string{opts.Bin}, args...)...)
 	logf, err := os.Create(filepath.Join(opts.OutDir, "origin.log"))
 	if err != nil {
@@ -222,9 +258,21 @@ func startOrigin(ctx context.Context, nw *netem.Network, s *Scenario, durs []tim
 		return nil, fmt.Errorf("origin: %w", err)
 	}
 	addr := net.JoinHostPort(nw.Server().String(), fmt.Sprint(httpPort))
-	deadline := time.Now().Add(30 * time.Second)
+	if err := WaitReachable(nw, "client", addr, 30*time.Second); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		b, _ := os.ReadFile(logf.Name())
+		return nil, fmt.Errorf("origin: %v\n%s", err, tail(string(b), 20))
+	}
+	return cmd, nil
+}
+
+// WaitReachable waits until a TCP connection from host to addr succeeds, for at most
+// timeout.
+func WaitReachable(nw *netem.Network, host, addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
 	for {
-		err := nw.Do("client", func() error {
+		err := nw.Do(host, func() error {
 			c, err := net.DialTimeout("tcp", addr, time.Second)
 			if err == nil {
 				c.Close()
@@ -232,12 +280,10 @@ func startOrigin(ctx context.Context, nw *netem.Network, s *Scenario, durs []tim
 			return err
 		})
 		if err == nil {
-			return cmd, nil
+			return nil
 		}
 		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			b, _ := os.ReadFile(logf.Name())
-			return nil, fmt.Errorf("origin not reachable at %s after 30 s: %v\n%s", addr, err, tail(string(b), 20))
+			return fmt.Errorf("%s not reachable from host %s after %s: %w", addr, host, timeout, err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -245,10 +291,10 @@ func startOrigin(ctx context.Context, nw *netem.Network, s *Scenario, durs []tim
 
 // playURL is the manifest URL for a cell, by transport.
 func (s *Scenario) playURL(server string, cell Cell) string {
-	name := assetName(s.Content.SegmentDuration.D())
+	name := AssetName(s.Content.SegmentDuration.D())
 	if v, ok := cell["segment_duration"]; ok {
 		d, _ := time.ParseDuration(v)
-		name = assetName(d)
+		name = AssetName(d)
 	}
 	path := "/vod/" + name + "/manifest.mpd"
 	if s.Play.Live {
@@ -285,7 +331,7 @@ func runPlayer(ctx context.Context, nw *netem.Network, s *Scenario, cell Cell, o
 	if abr != "" {
 		args = append(args, "--abr", abr)
 	}
-	if rate := s.cellRate(cell); rate != "" {
+	if rate := s.CellRate(cell); rate != "" {
 		args = append(args, "--link-rate", rate)
 	}
 	args = append(args, s.Play.Args...)
@@ -316,13 +362,10 @@ func runPlayer(ctx context.Context, nw *netem.Network, s *Scenario, cell Cell, o
 	return r
 }
 
-// baseProfile is the scenario's network section as a netem profile.
-func (s *Scenario) baseProfile() (netem.Profile, error) {
-	return s.cellProfile(Cell{})
-}
-
-// cellProfile applies a cell's network parameters over the base profile.
-func (s *Scenario) cellProfile(cell Cell) (netem.Profile, error) {
+// CellProfile applies a cell's network parameters (rtt, delay, jitter, loss, rate)
+// over the scenario's base profile; other parameters are ignored. Cell{} gives the
+// base profile.
+func (s *Scenario) CellProfile(cell Cell) (netem.Profile, error) {
 	base := map[string]any{}
 	if s.Network.Kind != 0 {
 		if err := s.Network.Decode(&base); err != nil {
@@ -352,8 +395,8 @@ func (s *Scenario) cellProfile(cell Cell) (netem.Profile, error) {
 	return p, nil
 }
 
-// cellRate is the link rate the player should divide by for utilisation, if constant.
-func (s *Scenario) cellRate(cell Cell) string {
+// CellRate is the link rate the player should divide by for utilisation, if constant.
+func (s *Scenario) CellRate(cell Cell) string {
 	if v, ok := cell["rate"]; ok {
 		return v
 	}

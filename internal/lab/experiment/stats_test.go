@@ -73,7 +73,7 @@ func TestScenarioCellsAndProfiles(t *testing.T) {
 	if k := s.Key(cells[7]); k != "transport=h2 segment_duration=2s rtt=100ms" {
 		t.Errorf("last key %q", k)
 	}
-	p, err := s.cellProfile(cells[7])
+	p, err := s.CellProfile(cells[7])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestScenarioCellsAndProfiles(t *testing.T) {
 	if u := s.playURL("10.0.0.2", cells[0]); u != "http://10.0.0.2:8080/vod/seg-1s/manifest.mpd" {
 		t.Errorf("http1 URL %q", u)
 	}
-	if r := s.cellRate(cells[0]); r != "2mbit" {
+	if r := s.CellRate(cells[0]); r != "2mbit" {
 		t.Errorf("rate %q", r)
 	}
 	durs, _ := s.SegmentDurations()

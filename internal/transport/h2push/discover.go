@@ -30,6 +30,11 @@ type Pushable struct {
 	From  string `json:"from"`            // where it was discovered: html, mpd
 }
 
+// PageAssets lists the same-origin subresources an HTML page at pagePath links, as
+// the origin discovers them for the page's push rules (see pageAssets); a client that
+// loads a page like a browser fetches the same list.
+func PageAssets(r io.Reader, pagePath string) ([]string, error) { return pageAssets(r, pagePath) }
+
 // pageAssets lists the same-origin subresources an HTML page links: link[href],
 // script[src], img[src], source[src], video[src], audio[src] (not a[href], which is
 // navigation). Paths are resolved against the page's path; queries are kept.

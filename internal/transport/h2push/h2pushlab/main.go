@@ -10,11 +10,15 @@
 //	    docs/results/h2push/results.json docs/results/h2push/stats.jsonl
 //
 // `run` reads a lab scenario whose matrix has `peer` (streambed, h2o) and `strategy`
-// (a push strategy) beside segment_duration and rtt, packages the content like
-// `streambed lab run` (sharing its cache), builds the two-host network, starts the
-// origin (:8080) and h2o (:8081, proxying to it) in the server host, and plays every
+// (a push strategy) beside segment_duration and rtt, packages the content and starts
+// the origin (:8080) with internal/lab/experiment, exactly as `streambed lab run`
+// does (same cache, keep_duration honoured, no live channel), builds the two-host
+// network, starts h2o (:8081, proxying to the origin) in the server host, and plays every
 // cell with `streambed play --transport h2cpush-STRATEGY` in the client host. It
 // writes results.json, results.csv and report.html with the lab's own renderer.
+//
+// `pageload` measures the study's standard page (20 PNG images and a style sheet):
+// DOM and page load time over HTTP/1.1, HTTP/2 and HTTP/2 with push (pageload.go).
 //
 // `merge-stats` attaches the stats lines that push transports append to
 // $STREAMBED_H2PUSH_STATS (one per run, in run order) to the runs of a
@@ -57,19 +61,35 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: h2pushlab run SCENARIO --bin STREAMBED [--out DIR] | h2pushlab merge-stats RESULTS.json STATS.jsonl")
+		return errors.New(usage)
 	}
 	switch args[0] {
 	case "run":
 		return runStudy(ctx, args[1:])
+	case "pageload":
+		return runPageload(ctx, args[1:])
+	case "pageload-gen":
+		return genCmd(args[1:])
+	case "pageload-serve":
+		return servePage(ctx, args[1:])
+	case "pageload-fetch":
+		return fetchCmd(ctx, args[1:])
 	case "merge-stats":
 		if len(args) != 3 {
 			return errors.New("usage: h2pushlab merge-stats RESULTS.json STATS.jsonl")
 		}
 		return mergeStats(args[1], args[2])
 	}
-	return fmt.Errorf("unknown command %q (run, merge-stats)", args[0])
+	return fmt.Errorf("unknown command %q\n%s", args[0], usage)
 }
+
+const usage = `usage:
+  h2pushlab run SCENARIO --bin STREAMBED [--out DIR]   the push study, origin and h2o side by side
+  h2pushlab merge-stats RESULTS.json STATS.jsonl       add the push client's counters to lab results
+  h2pushlab pageload SCENARIO [--out DIR]              the standard page's DOM and page load times
+  h2pushlab pageload-gen DIR                           write the standard page (20 PNG images, 1 CSS)
+  h2pushlab pageload-serve --dir DIR [--http ADDR]     serve it from the origin with push
+  h2pushlab pageload-fetch URL --proto http1|h2|h2push one load, JSON on stdout`
 
 // statsKeys are the push client's counters copied into a run's metrics.
 var statsKeys = map[string]string{
@@ -174,7 +194,7 @@ func runStudy(ctx context.Context, args []string) error {
 	if file == "" || *bin == "" {
 		return errors.New("usage: h2pushlab run SCENARIO --bin STREAMBED [--out DIR]")
 	}
-	s, err := loadScenario(file)
+	s, err := loadScenario(file, []string{"peer", "strategy", "segment_duration"}, true)
 	if err != nil {
 		return err
 	}
@@ -199,44 +219,23 @@ func runStudy(ctx context.Context, args []string) error {
 	res := &experiment.Results{Scenario: s, Started: time.Now().UTC(), Command: strings.Join(os.Args, " ")}
 	res.Host, _ = os.Hostname()
 
-	assets := filepath.Join(outDir, ".assets")
+	// Content, network and origin exactly as `streambed lab run` makes them (the same
+	// package flags and cache, keep_duration included; the origin on :8080 with no live
+	// channel), so this study and experiments/h2push.yaml share content and setup.
+	opts := experiment.Options{Bin: *bin, OutDir: outDir, CacheDir: cacheDir, Progress: os.Stderr, Log: log}
+	assets, durs, err := experiment.PrepareAssets(ctx, s, opts)
+	if err != nil {
+		return err
+	}
 	defer os.RemoveAll(assets)
-	if err := os.MkdirAll(assets, 0o755); err != nil {
-		return err
-	}
-	durs, err := s.SegmentDurations()
+	nw, err := upNetwork(ctx, s, "h2pushlab", log)
 	if err != nil {
 		return err
-	}
-	for _, d := range durs {
-		dir, err := packageContent(ctx, s, d, *bin, cacheDir)
-		if err != nil {
-			return err
-		}
-		link := filepath.Join(assets, "seg-"+d.String())
-		_ = os.Remove(link)
-		if err := os.Symlink(dir, link); err != nil {
-			return err
-		}
-	}
-
-	base, err := profile(s, experiment.Cell{})
-	if err != nil {
-		return err
-	}
-	nw, err := netem.Up(ctx, netem.TwoHosts(base), netem.Options{Name: "h2pushlab", Logger: log})
-	if err != nil {
-		return fmt.Errorf("network: %w", err)
 	}
 	defer nw.Close()
 	res.Backend = string(nw.Backend())
-
-	originDir := filepath.Join(outDir, ".origin")
-	defer os.RemoveAll(originDir)
-	serve := []string{*bin, "serve", "--assets", assets, "--no-demo", "--log-level", "warn",
-		"--http", fmt.Sprintf("0.0.0.0:%d", originPort), "--https", "", "--data-dir", originDir}
-	serve = append(serve, "--channel", "") // on demand only
-	origin, err := startIn(ctx, nw, filepath.Join(outDir, "origin.log"), serve...)
+	defer os.RemoveAll(filepath.Join(outDir, ".origin")) // after the origin stops
+	origin, err := experiment.StartOrigin(ctx, nw, s, durs, assets, opts)
 	if err != nil {
 		return err
 	}
@@ -252,44 +251,15 @@ func runStudy(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stopProc(h2o)
-	for _, port := range []int{originPort, h2oPort} {
-		if err := waitPort(nw, net.JoinHostPort(nw.Server().String(), fmt.Sprint(port))); err != nil {
-			return err
-		}
+	if err := experiment.WaitReachable(nw, "client", net.JoinHostPort(nw.Server().String(), fmt.Sprint(h2oPort)), 30*time.Second); err != nil {
+		return fmt.Errorf("h2o: %w", err)
 	}
 
-	cells := s.Cells()
-	total := len(cells) * s.Repetitions
-	if *limit > 0 && *limit < total {
-		total = *limit
-	}
-	done := 0
-	for rep := 1; rep <= s.Repetitions && done < total; rep++ {
-		for _, cell := range cells {
-			if done >= total || ctx.Err() != nil {
-				break
-			}
-			key := s.Key(cell)
-			fmt.Fprintf(os.Stderr, "[%d/%d] %s\n", done+1, total, key)
-			prof, err := profile(s, cell)
-			if err != nil {
-				return err
-			}
-			if err := nw.SetLink("client", "server", prof); err != nil {
-				return fmt.Errorf("%s: %w", key, err)
-			}
-			r := playCell(ctx, nw, s, cell, *bin, outDir)
-			r.Key, r.Cell, r.Rep = key, cell, rep
-			if r.Error != "" {
-				fmt.Fprintf(os.Stderr, "  failed: %s\n", r.Error)
-			}
-			res.Runs = append(res.Runs, r)
-			done++
-			res.Finished = time.Now().UTC()
-			if err := res.Write(outDir); err != nil { // keep what is done if the run stops
-				return err
-			}
-		}
+	err = forEachRun(ctx, nw, s, res, outDir, *limit, func(cell experiment.Cell) experiment.Run {
+		return playCell(ctx, nw, s, cell, *bin, outDir)
+	})
+	if err != nil {
+		return err
 	}
 	res.Finished = time.Now().UTC()
 	addMetric(s, "unclaimed_bytes")
@@ -300,9 +270,72 @@ func runStudy(ctx context.Context, args []string) error {
 	return ctx.Err()
 }
 
-// loadScenario reads a scenario without the lab's parameter check: this study adds
-// `peer` and `strategy` to the matrix.
-func loadScenario(path string) (*experiment.Scenario, error) {
+// upNetwork builds the lab's two hosts, client and server, joined by the scenario's
+// base link profile.
+func upNetwork(ctx context.Context, s *experiment.Scenario, name string, log *slog.Logger) (*netem.Network, error) {
+	base, err := s.CellProfile(experiment.Cell{})
+	if err != nil {
+		return nil, err
+	}
+	nw, err := netem.Up(ctx, netem.TwoHosts(base), netem.Options{Name: name, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("network: %w", err)
+	}
+	return nw, nil
+}
+
+// forEachRun runs every cell the scenario's number of times (repetitions outermost,
+// as `streambed lab run` does), at most limit runs when limit > 0: it sets the cell's
+// link, lets the link settle, calls run, and appends the run to res, writing the
+// results after each run so that what is done survives an interruption.
+func forEachRun(ctx context.Context, nw *netem.Network, s *experiment.Scenario, res *experiment.Results, outDir string, limit int, run func(experiment.Cell) experiment.Run) error {
+	cells := s.Cells()
+	total := len(cells) * s.Repetitions
+	if limit > 0 && limit < total {
+		total = limit
+	}
+	done := 0
+	for rep := 1; rep <= s.Repetitions && done < total; rep++ {
+		for _, cell := range cells {
+			if done >= total {
+				break
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			key := s.Key(cell)
+			fmt.Fprintf(os.Stderr, "[%d/%d] %s rep %d\n", done+1, total, key, rep)
+			prof, err := s.CellProfile(cell)
+			if err != nil {
+				return err
+			}
+			if err := nw.SetLink("client", "server", prof); err != nil {
+				return fmt.Errorf("%s: %w", key, err)
+			}
+			if err := experiment.Settle(ctx); err != nil {
+				return err
+			}
+			start := time.Now()
+			r := run(cell)
+			r.Key, r.Cell, r.Rep, r.Seconds = key, cell, rep, time.Since(start).Seconds()
+			if r.Error != "" {
+				fmt.Fprintf(os.Stderr, "  failed: %s\n", r.Error)
+			}
+			res.Runs = append(res.Runs, r)
+			done++
+			res.Finished = time.Now().UTC()
+			if err := res.Write(outDir); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// loadScenario reads a scenario without the lab's parameter check: these studies add
+// `peer` and `strategy`, or `protocol`, to the matrix, which must have the parameters
+// named in need; content says a synthetic clip is required.
+func loadScenario(path string, need []string, content bool) (*experiment.Scenario, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -316,85 +349,19 @@ func loadScenario(path string) (*experiment.Scenario, error) {
 	if s.Repetitions <= 0 {
 		s.Repetitions = 1
 	}
-	for _, need := range []string{"peer", "strategy", "segment_duration"} {
+	for _, name := range need {
 		found := false
 		for _, p := range s.Matrix {
-			found = found || p.Name == need
+			found = found || p.Name == name
 		}
 		if !found {
-			return nil, fmt.Errorf("%s: the matrix needs %q", path, need)
+			return nil, fmt.Errorf("%s: the matrix needs %q", path, name)
 		}
 	}
-	if s.Content.Synthetic == "" {
+	if content && s.Content.Synthetic == "" {
 		return nil, fmt.Errorf("%s: content.synthetic is required", path)
 	}
 	return &s, nil
-}
-
-// packageContent packages the content for segment duration d into the cache folder
-// `streambed lab run` uses for the same settings, so the two share it.
-func packageContent(ctx context.Context, s *experiment.Scenario, d time.Duration, bin, cacheDir string) (string, error) {
-	tag := strings.NewReplacer("/", "_", " ", "_", ":", "_", ",", "_").Replace(
-		fmt.Sprintf("%s-%s-%s-%s-keep%v", "synthetic-"+s.Content.Synthetic, d, s.Content.Ladder, s.Content.AudioBitrate, s.Content.KeepDuration))
-	dir := filepath.Join(cacheDir, tag)
-	args := []string{"package", "-o", dir, "--segment-duration", d.String(), "--name", "seg-" + d.String(), "--synthetic", s.Content.Synthetic}
-	if s.Content.Ladder != "" {
-		args = append(args, "--ladder", s.Content.Ladder)
-	}
-	if s.Content.AudioBitrate != "" {
-		args = append(args, "--audio-bitrate", s.Content.AudioBitrate)
-	}
-	if s.Content.Preset != "" {
-		args = append(args, "--preset", s.Content.Preset)
-	}
-	if s.Content.KeepDuration {
-		args = append(args, "--no-loop-trim")
-	}
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("packaging %s: %w", d, err)
-	}
-	return dir, nil
-}
-
-// profile is the network profile of a cell: the scenario's base, with rtt (one-way
-// delay rtt/2) and rate from the cell.
-func profile(s *experiment.Scenario, cell experiment.Cell) (netem.Profile, error) {
-	base := map[string]any{}
-	if s.Network.Kind != 0 {
-		if err := s.Network.Decode(&base); err != nil {
-			return netem.Profile{}, err
-		}
-	}
-	if v, ok := cell["rtt"]; ok {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return netem.Profile{}, err
-		}
-		base["delay"] = (d / 2).String()
-	}
-	if v, ok := cell["rate"]; ok {
-		base["rate"] = v
-	}
-	b, err := yaml.Marshal(base)
-	if err != nil {
-		return netem.Profile{}, err
-	}
-	return netem.ParseProfile(b, ".")
-}
-
-func rateOf(s *experiment.Scenario, cell experiment.Cell) string {
-	if v, ok := cell["rate"]; ok {
-		return v
-	}
-	var base map[string]any
-	if s.Network.Kind != 0 && s.Network.Decode(&base) == nil {
-		if r, ok := base["rate"].(string); ok {
-			return r
-		}
-	}
-	return ""
 }
 
 func startIn(ctx context.Context, nw *netem.Network, logPath string, argv ...string) (*exec.Cmd, error) {
@@ -423,26 +390,6 @@ func stopProc(cmd *exec.Cmd) {
 	case <-time.After(5 * time.Second):
 		_ = cmd.Process.Kill()
 		<-done
-	}
-}
-
-func waitPort(nw *netem.Network, addr string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := nw.Do("client", func() error {
-			c, err := net.DialTimeout("tcp", addr, time.Second)
-			if err == nil {
-				c.Close()
-			}
-			return err
-		})
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not reachable from the client host: %w", addr, err)
-		}
-		time.Sleep(200 * time.Millisecond)
 	}
 }
 
@@ -482,7 +429,7 @@ func playCell(ctx context.Context, nw *netem.Network, s *experiment.Scenario, ce
 	if s.Play.ABR != "" {
 		argv = append(argv, "--abr", s.Play.ABR)
 	}
-	if r := rateOf(s, cell); r != "" {
+	if r := s.CellRate(cell); r != "" {
 		argv = append(argv, "--link-rate", r)
 	}
 	argv = append(argv, s.Play.Args...)
