@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -355,6 +356,17 @@ func (p *Pusher) segmentNumber(res Resource) (uint64, bool) {
 	return ref.Number, true
 }
 
+// promiseWave is how many PUSH_PROMISEs are in flight at once. Go's HTTP/2 server
+// flushes its write queue whenever it runs empty, so promises made one after another
+// each left in their own TCP segment: the 21 of the study's standard page used up the
+// initial congestion window and delayed the page itself by one round trip
+// (docs/results/h2push.md). With several Push calls waiting, the server writes their
+// frames together. (Push on one ResponseWriter from several goroutines: net/http's
+// HTTP/2 Push only reads the stream and hands a message to the connection's serve
+// loop.) Waves keep the earliest resources first when the client's stream limit
+// refuses the rest.
+const promiseWave = 32
+
 // promise sends the PUSH_PROMISEs of pl not yet sent on this connection. It returns
 // what it could not push (the client refuses push, or its stream limit is reached),
 // for Link headers instead.
@@ -372,30 +384,56 @@ func (p *Pusher) promise(w http.ResponseWriter, r *http.Request, key connKey, pl
 			}
 		}
 	})
-	for i, x := range todo {
+	for start := 0; start < len(todo); start += promiseWave {
+		wave := todo[start:min(start+promiseWave, len(todo))]
 		// Each promise holds the connection state until its request arrives, and its
-		// number orders promised responses of equal priority.
-		cs := p.conns.get(key)
-		seq := cs.promiseSeq()
-		opts := &http.PushOptions{Header: http.Header{HeaderPush: {pl.strategy.String() + ";seq=" + strconv.FormatUint(seq, 10)}}}
-		err := pusher.Push(x.Path, opts)
-		if err == nil {
-			p.st.promised.Add(1)
+		// number orders promised responses of equal priority (so the order in which
+		// the promises themselves go out does not matter).
+		states := make([]*connState, len(wave))
+		seqs := make([]uint64, len(wave))
+		for i := range wave {
+			states[i] = p.conns.get(key)
+			seqs[i] = states[i].promiseSeq()
+		}
+		errs := make([]error, len(wave))
+		var wg sync.WaitGroup
+		for i, x := range wave {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				opts := &http.PushOptions{Header: http.Header{HeaderPush: {pl.strategy.String() + ";seq=" + strconv.FormatUint(seqs[i], 10)}}}
+				errs[i] = pusher.Push(x.Path, opts)
+			}()
+		}
+		wg.Wait()
+		var failed []Push
+		var firstErr error
+		for i, err := range errs {
+			if err == nil {
+				p.st.promised.Add(1)
+				continue
+			}
+			states[i].arrive(seqs[i])
+			p.conns.put(key, states[i])
+			failed = append(failed, wave[i])
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+		if len(failed) == 0 {
 			continue
 		}
-		cs.arrive(seq)
-		p.conns.put(key, cs)
-		rest := todo[i:]
+		rest := append(failed, todo[start+len(wave):]...)
 		p.unmark(key, rest)
 		switch {
-		case errors.Is(err, http.ErrNotSupported):
+		case errors.Is(firstErr, http.ErrNotSupported):
 			p.st.refused.Add(int64(len(rest)))
 			return rest // the client said SETTINGS_ENABLE_PUSH=0
-		case strings.Contains(err.Error(), "SETTINGS_MAX_CONCURRENT_STREAMS"):
+		case strings.Contains(firstErr.Error(), "SETTINGS_MAX_CONCURRENT_STREAMS"):
 			p.st.limited.Add(int64(len(rest)))
 			p.log.Debug("push limit reached", "path", r.URL.Path, "left", len(rest))
 		default:
-			p.log.Debug("push failed", "path", x.Path, "err", err)
+			p.log.Debug("push failed", "path", failed[0].Path, "err", firstErr)
 		}
 		return nil
 	}
