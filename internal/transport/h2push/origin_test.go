@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/streambed/streambed/internal/hub"
-	"github.com/streambed/streambed/internal/media"
 	"github.com/streambed/streambed/internal/server"
 	"github.com/streambed/streambed/internal/source/looplive"
 	"github.com/streambed/streambed/internal/testmedia"
@@ -51,18 +50,7 @@ func startOrigin(t *testing.T, cfg h2push.Config, rulesPath string) *origin {
 	a, dir := testAsset(t)
 	h := hub.New()
 	h.AddAsset(a)
-	loop, err := looplive.New(a, looplive.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	info := *a.Info()
-	info.Name = "loop"
-	inits := map[string][]byte{}
-	for _, tr := range info.Tracks {
-		inits[tr.ID], _ = a.Init(tr.ID)
-	}
-	c, err := hub.NewChannel(hub.ChannelConfig{Info: &info, Inits: inits, Generator: loop,
-		Timeline: media.Timeline{AvailabilityStart: server.DefaultAvailabilityStart, SegmentDuration: info.SegmentDuration, TimeShiftBufferDepth: 20 * time.Second}})
+	c, err := looplive.NewChannel(a, looplive.ChannelOptions{Name: "loop", DVRWindow: 20 * time.Second, AvailabilityStart: server.DefaultAvailabilityStart})
 	if err != nil {
 		t.Fatal(err)
 	}

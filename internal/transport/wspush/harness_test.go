@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/streambed/streambed/internal/hub"
-	"github.com/streambed/streambed/internal/media"
 	"github.com/streambed/streambed/internal/source/looplive"
 	"github.com/streambed/streambed/internal/testmedia"
 )
@@ -59,18 +58,7 @@ func newOriginWith(t testing.TB, src string, chunk time.Duration, opts Options) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	loop, err := looplive.New(a, looplive.Options{ChunkDuration: chunk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	info := *a.Info()
-	info.Name = "live"
-	inits := map[string][]byte{}
-	for _, tr := range info.Tracks {
-		inits[tr.ID], _ = a.Init(tr.ID)
-	}
-	c, err := hub.NewChannel(hub.ChannelConfig{Info: &info, Inits: inits, Generator: loop,
-		Timeline: media.Timeline{AvailabilityStart: time.Unix(0, 0), SegmentDuration: info.SegmentDuration, TimeShiftBufferDepth: 20 * time.Second}})
+	c, err := looplive.NewChannel(a, looplive.ChannelOptions{Name: "live", ChunkDuration: chunk, DVRWindow: 20 * time.Second, AvailabilityStart: time.Unix(0, 0)})
 	if err != nil {
 		t.Fatal(err)
 	}
