@@ -227,7 +227,7 @@ func prepareContent(ctx context.Context, s *Scenario, d time.Duration, opts Opti
 		cmd.Stderr = io.MultiWriter(&out, opts.Progress)
 	}
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("packaging content (%s): %w\n%s", strings.Join(args, " "), err, tail(out.String(), 20))
+		return "", fmt.Errorf("packaging content (%s): %w\n%s", strings.Join(args, " "), err, Tail(out.String(), 20))
 	}
 	return dir, nil
 }
@@ -262,7 +262,7 @@ func StartOrigin(ctx context.Context, nw *netem.Network, s *Scenario, durs []tim
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		b, _ := os.ReadFile(logf.Name())
-		return nil, fmt.Errorf("origin: %v\n%s", err, tail(string(b), 20))
+		return nil, fmt.Errorf("origin: %v\n%s", err, Tail(string(b), 20))
 	}
 	return cmd, nil
 }
@@ -335,6 +335,13 @@ func runPlayer(ctx context.Context, nw *netem.Network, s *Scenario, cell Cell, o
 		args = append(args, "--link-rate", rate)
 	}
 	args = append(args, s.Play.Args...)
+	return RunPlayer(ctx, nw, s, start, args)
+}
+
+// RunPlayer runs a player command line (`streambed play … --json`, perhaps behind
+// env) in the client host within the scenario's play timeout, and reads its JSON
+// report into a Run; start is when the run began (for Seconds).
+func RunPlayer(ctx context.Context, nw *netem.Network, s *Scenario, start time.Time, args []string) Run {
 	timeout := s.Play.Timeout.D()
 	if timeout == 0 {
 		timeout = s.Play.Duration.D() + 2*time.Minute
@@ -353,11 +360,11 @@ func runPlayer(ctx context.Context, nw *netem.Network, s *Scenario, cell Cell, o
 		if errors.Is(rctx.Err(), context.DeadlineExceeded) {
 			err = fmt.Errorf("timed out after %s", timeout)
 		}
-		r.Error = fmt.Sprintf("%v: %s", err, tail(stderr.String(), 5))
+		r.Error = fmt.Sprintf("%v: %s", err, Tail(stderr.String(), 5))
 		return r
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &r.Metrics); err != nil {
-		r.Error = fmt.Sprintf("player output is not JSON: %v: %s", err, tail(stdout.String(), 5))
+		r.Error = fmt.Sprintf("player output is not JSON: %v: %s", err, Tail(stdout.String(), 5))
 	}
 	return r
 }
@@ -409,7 +416,8 @@ func (s *Scenario) CellRate(cell Cell) string {
 	return ""
 }
 
-func tail(s string, lines int) string {
+// Tail is the last lines of s, for error messages that quote a command's output.
+func Tail(s string, lines int) string {
 	ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(ls) > lines {
 		ls = ls[len(ls)-lines:]

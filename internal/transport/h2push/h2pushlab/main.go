@@ -433,35 +433,12 @@ func playCell(ctx context.Context, nw *netem.Network, s *experiment.Scenario, ce
 		argv = append(argv, "--link-rate", r)
 	}
 	argv = append(argv, s.Play.Args...)
-	timeout := s.Play.Timeout.D()
-	if timeout == 0 {
-		timeout = 10 * time.Minute
-	}
-	rctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	cmd := nw.CommandContext(rctx, "client", argv...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	r := experiment.Run{Seconds: time.Since(start).Seconds()}
-	if err != nil {
-		r.Error = fmt.Sprintf("%v: %s", err, tail(stderr.String()))
-		return r
-	}
-	if err := json.Unmarshal(stdout.Bytes(), &r.Metrics); err != nil {
-		r.Error = fmt.Sprintf("player output is not JSON: %v", err)
+	r := experiment.RunPlayer(ctx, nw, s, start, argv)
+	if r.Error != "" {
 		return r
 	}
 	if st, err := readStats(stats); err == nil && len(st) == 1 {
 		attach(r.Metrics, st[0])
 	}
 	return r
-}
-
-func tail(s string) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > 5 {
-		lines = lines[len(lines)-5:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -488,7 +488,7 @@ func runPageload(ctx context.Context, args []string) error {
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		var r experiment.Run
 		if err := cmd.Run(); err != nil {
-			r.Error = fmt.Sprintf("%v: %s", err, tail(stderr.String()))
+			r.Error = fmt.Sprintf("%v: %s", err, experiment.Tail(stderr.String(), 5))
 		} else if err := json.Unmarshal(stdout.Bytes(), &r.Metrics); err != nil {
 			r.Error = fmt.Sprintf("loader output is not JSON: %v", err)
 		}
