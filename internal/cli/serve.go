@@ -29,7 +29,7 @@ const demoDuration = "40s"
 func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	def := server.DefaultConfig()
+	def := DefaultConfig()
 	var (
 		configPath = fs.String("config", "", "YAML configuration `file` (flags given here override it)")
 		httpAddr   = fs.String("http", def.HTTP, "HTTP/1.1 + h2c listener `address`; \"\" disables")
@@ -77,7 +77,7 @@ Flags:
 	cfg := def
 	if *configPath != "" {
 		var err error
-		if cfg, err = server.LoadConfig(*configPath); err != nil {
+		if cfg, err = LoadConfig(*configPath); err != nil {
 			return err
 		}
 	}
@@ -117,8 +117,9 @@ Flags:
 			return err
 		}
 	}
-	h, err := buildHub(ctx, cfg, log)
-	if err != nil {
+	h := hub.New(hub.WithLogger(log))
+	defer h.Close()
+	if err := openMedia(ctx, h, cfg, log); err != nil {
 		return err
 	}
 	if *cpuProfile != "" {
@@ -128,8 +129,8 @@ Flags:
 		}
 		defer stop()
 	}
-	srv := server.New(cfg, h, log, nil)
-	if err := attachTransports(ctx, srv, cfg, log); err != nil {
+	srv := server.New(cfg.Config, h, log, nil)
+	if err := attachTransports(ctx, srv, cfg); err != nil {
 		return err
 	}
 	ls, err := srv.Listen()
@@ -164,7 +165,7 @@ func addrOf(l net.Listener) string {
 }
 
 // usesDemo reports whether the configuration expects the demo asset.
-func usesDemo(cfg server.Config) bool {
+func usesDemo(cfg Config) bool {
 	for _, c := range cfg.Channels {
 		if c.Loop == "demo" {
 			return true
@@ -193,11 +194,11 @@ func prepareDemo(ctx context.Context, assets string, stderr io.Writer) error {
 	return nil
 }
 
-// buildHub opens the assets and starts the looped live channels.
-func buildHub(ctx context.Context, cfg server.Config, log *slog.Logger) (*hub.Hub, error) {
-	h := hub.New()
+// openMedia opens the assets into h and registers the looped live channels, whose
+// sources the hub runs until ctx ends.
+func openMedia(ctx context.Context, h *hub.Hub, cfg Config, log *slog.Logger) error {
 	if err := os.MkdirAll(cfg.Assets, 0o755); err != nil {
-		return nil, fmt.Errorf("assets folder: %w", err)
+		return fmt.Errorf("assets folder: %w", err)
 	}
 	assets, errs := hub.OpenAssets(cfg.Assets)
 	for _, err := range errs {
@@ -209,33 +210,21 @@ func buildHub(ctx context.Context, cfg server.Config, log *slog.Logger) (*hub.Hu
 	for _, cc := range cfg.Channels {
 		a, err := h.Asset(cc.Loop)
 		if err != nil {
-			return nil, fmt.Errorf("channel %q loops asset %q, which is not in %s: package it with `streambed package IN -o %s`",
+			return fmt.Errorf("channel %q loops asset %q, which is not in %s: package it with `streambed package IN -o %s`",
 				cc.Name, cc.Loop, cfg.Assets, filepath.Join(cfg.Assets, cc.Loop))
 		}
-		c, err := newLoopChannel(cc, a)
-		if err != nil {
-			return nil, err
+		ast := cc.AvailabilityStart
+		if ast.IsZero() {
+			ast = looplive.DefaultAvailabilityStart
 		}
-		h.AddChannel(c)
-		go func() {
-			if err := c.Run(ctx); err != nil {
-				log.Error("channel stopped", "channel", cc.Name, "err", err)
-			}
-		}()
+		if _, err := looplive.AddChannel(ctx, h, a, looplive.ChannelOptions{
+			Name: cc.Name, ChunkDuration: cc.ChunkDuration, DVRWindow: cc.DVRWindow, PresentationDelay: cc.PresentationDelay,
+			AvailabilityStart: ast, ArchiveDir: cc.Archive,
+		}); err != nil {
+			return err
+		}
 	}
-	return h, nil
-}
-
-// newLoopChannel makes a live channel that loops asset a.
-func newLoopChannel(cc server.ChannelConfig, a *hub.Asset) (*hub.Channel, error) {
-	ast := cc.AvailabilityStart
-	if ast.IsZero() {
-		ast = server.DefaultAvailabilityStart
-	}
-	return looplive.NewChannel(a, looplive.ChannelOptions{
-		Name: cc.Name, ChunkDuration: cc.ChunkDuration, DVRWindow: cc.DVRWindow,
-		AvailabilityStart: ast, ArchiveDir: cc.Archive,
-	})
+	return nil
 }
 
 func newLogger(c server.LogConfig, w io.Writer) (*slog.Logger, error) {
@@ -286,7 +275,7 @@ func displayAddr(a net.Addr) string {
 }
 
 // channelFlags parses repeated --channel NAME=ASSET[,dvr=D][,chunk=D][,delay=D].
-type channelFlags []server.ChannelConfig
+type channelFlags []ChannelConfig
 
 func (c *channelFlags) String() string { return "" }
 
@@ -300,7 +289,7 @@ func (c *channelFlags) Set(v string) error {
 	if !ok || name == "" || asset == "" {
 		return errors.New("want NAME=ASSET, e.g. demo=demo")
 	}
-	cc := server.ChannelConfig{Name: name, Loop: asset}
+	cc := ChannelConfig{Name: name, Loop: asset}
 	for _, p := range parts[1:] {
 		k, val, _ := strings.Cut(p, "=")
 		var d time.Duration

@@ -58,8 +58,8 @@ func (a *Asset) Init(trackID string) ([]byte, error) {
 	return nil, fmt.Errorf("asset %q has no track %q: %w", a.stream.Name, trackID, media.ErrNotFound)
 }
 
-// Segment returns segment number n of a track and the path of its file.
-func (a *Asset) Segment(trackID string, n uint64) (media.SegmentRef, string, error) {
+// SegmentFile returns segment number n of a track and the path of its file (for sendfile).
+func (a *Asset) SegmentFile(trackID string, n uint64) (media.SegmentRef, string, error) {
 	t, err := a.stream.Track(trackID)
 	if err != nil {
 		return media.SegmentRef{}, "", err
@@ -72,8 +72,8 @@ func (a *Asset) Segment(trackID string, n uint64) (media.SegmentRef, string, err
 	return s, filepath.Join(a.dir, s.Path), nil
 }
 
-// SegmentAt returns the segment of a track that starts at media time start ($Time$).
-func (a *Asset) SegmentAt(trackID string, start uint64) (media.SegmentRef, string, error) {
+// SegmentFileAt returns the segment of a track that starts at media time start ($Time$) and its file.
+func (a *Asset) SegmentFileAt(trackID string, start uint64) (media.SegmentRef, string, error) {
 	t, err := a.stream.Track(trackID)
 	if err != nil {
 		return media.SegmentRef{}, "", err
@@ -82,12 +82,12 @@ func (a *Asset) SegmentAt(trackID string, start uint64) (media.SegmentRef, strin
 	if i == len(t.Segments) || t.Segments[i].Start != start {
 		return media.SegmentRef{}, "", fmt.Errorf("asset %q track %q has no segment at time %d: %w", a.stream.Name, trackID, start, media.ErrNotFound)
 	}
-	return a.Segment(trackID, t.Segments[i].Number)
+	return a.SegmentFile(trackID, t.Segments[i].Number)
 }
 
 // ReadSegment returns the bytes of segment n of a track.
 func (a *Asset) ReadSegment(trackID string, n uint64) (*media.Segment, error) {
-	ref, path, err := a.Segment(trackID, n)
+	ref, path, err := a.SegmentFile(trackID, n)
 	if err != nil {
 		return nil, err
 	}

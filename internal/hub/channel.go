@@ -2,73 +2,120 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
 	"github.com/streambed/streambed/internal/media"
 )
 
-// Generator makes a live channel's segments on demand. A looped VOD source is one: the
-// same number always yields the same bytes, so a segment can be built when first asked
-// for (by a viewer or by the channel's clock) and the clock can be pinned in tests.
-type Generator interface {
-	// Segment builds segment n of a track (numbers per media.Timeline).
-	Segment(trackID string, n uint64) (*media.Segment, error)
-}
-
 // Clock returns the current time; tests pin it.
 type Clock func() time.Time
 
-// Channel is a live stream: tracks with init segments, a window of segments made of
-// chunks, and subscribers that receive every chunk the moment it is due.
+// Channel is a live stream held as a store that sources feed: per track an init
+// segment and a window of segments, each made of chunks that become visible to every
+// reader the moment they are appended. A segment is available once its source ends it
+// (availability is by presence, not by clock arithmetic), and the timeline is what was
+// stored: each segment's real start time and duration, so segments of varying length
+// (an encoder's) and fixed length (a looped file's) are the same to readers.
 //
-// Memory is bounded by the DVR window: segments older than the window are dropped.
-// Each chunk is stored once and shared by reference with every reader.
+// Memory is bounded by the DVR window: segments that left it are dropped. Each chunk
+// is stored once and shared by reference with every reader.
 type Channel struct {
 	info     *media.Stream
 	timeline media.Timeline
-	inits    map[string][]byte
-	gen      Generator
+	delay    time.Duration // MPD@suggestedPresentationDelay
+	od       OnDemand      // nil: only what sources append
 	now      Clock
 	archive  *archive // nil: no archive
 
-	mu     sync.Mutex
-	window map[string]map[uint64]*media.Segment // track → number → segment
-	subs   map[*Subscription]struct{}
+	mu      sync.Mutex
+	tracks  map[string]*liveTrack
+	subs    map[*Subscription]struct{}
+	changed chan struct{} // closed and replaced whenever a segment completes
+	ended   bool
+}
+
+// liveTrack is one track's init and window, oldest segment first.
+type liveTrack struct {
+	track *media.Track
+	init  []byte
+	segs  []*entry
+}
+
+// entry is one stored segment. Its chunk list only grows, and only under the
+// channel's lock; a reader of a segment in progress gets a copy of the slice header,
+// so it sees the chunks that were there and never a torn one.
+type entry struct {
+	seg      media.Segment
+	complete bool
+	at       time.Time // when it completed: a reader's clock must be past it
+	told     int       // chunks announced to subscribers
+}
+
+// OnDemand is a source that can make any segment of a channel at any time, the same
+// bytes every time, on a fixed schedule: a looped asset. The channel asks it for a
+// segment that a reader's clock says is due but that is not stored: a request with a
+// pinned clock (`?nowMS=`), or one a few microseconds ahead of the source's pacing.
+// Two origins with the same source thus serve the same URL with the same bytes.
+type OnDemand interface {
+	// Window is the schedule's complete segments at now: first..last of the DVR
+	// window; ok is false before the first one completes.
+	Window(now time.Time) (first, last uint64, ok bool)
+	// AvailableAt is when segment n completes.
+	AvailableAt(n uint64) time.Time
+	// Number is the segment of a track that starts at media time start.
+	Number(trackID string, start uint64) (uint64, bool)
+	// Segment makes segment n of a track.
+	Segment(trackID string, n uint64) (*media.Segment, error)
 }
 
 // ChannelConfig configures NewChannel.
 type ChannelConfig struct {
-	Info      *media.Stream     // name, tracks, segment duration (Live is set for you)
-	Inits     map[string][]byte // track ID → init segment
-	Timeline  media.Timeline
-	Generator Generator // nil for channels fed by Publish (ingest)
-	Clock     Clock     // nil: time.Now
-	// ArchiveDir, when set, receives every segment that enters the window, laid out
-	// like a packaged asset, so the recording outlives the DVR window.
+	Info  *media.Stream     // name, tracks, nominal segment duration (Live is set for you)
+	Inits map[string][]byte // track ID → init segment; may come later by SetInit
+	// Timeline anchors media time 0 to wall-clock time and sets the nominal segment
+	// duration and the DVR window.
+	Timeline media.Timeline
+	// PresentationDelay is MPD@suggestedPresentationDelay; 0: two segment durations.
+	PresentationDelay time.Duration
+	// OnDemand, when set, makes segments a reader's clock asks for (a looped asset).
+	OnDemand OnDemand
+	Clock    Clock // nil: time.Now
+	// ArchiveDir, when set, receives every segment that completes, laid out like a
+	// packaged asset, so the recording outlives the DVR window.
 	ArchiveDir string
 }
 
-// NewChannel returns a live channel.
+// NewChannel returns an empty live channel. Sources feed it (SetInit, AppendChunk,
+// EndSegment); the hub's registry runs them (Hub.AddChannel).
 func NewChannel(cfg ChannelConfig) (*Channel, error) {
+	if cfg.Info == nil || !media.ValidName(cfg.Info.Name) {
+		return nil, fmt.Errorf("channel: a name of 1–64 of [A-Za-z0-9._-] is required: %w", media.ErrBadRequest)
+	}
 	if cfg.Timeline.SegmentDuration <= 0 {
-		return nil, fmt.Errorf("channel %q: segment duration must be positive", cfg.Info.Name)
+		return nil, fmt.Errorf("channel %q: the nominal segment duration must be positive: %w", cfg.Info.Name, media.ErrBadRequest)
+	}
+	if cfg.Timeline.TimeShiftBufferDepth < 0 || cfg.PresentationDelay < 0 {
+		return nil, fmt.Errorf("channel %q: negative DVR window or delay: %w", cfg.Info.Name, media.ErrBadRequest)
 	}
 	info := *cfg.Info
 	info.Live = true
-	for _, t := range info.Tracks {
-		if _, ok := cfg.Inits[t.ID]; !ok {
-			return nil, fmt.Errorf("channel %q: track %q has no init segment", info.Name, t.ID)
-		}
-	}
 	now := cfg.Clock
 	if now == nil {
 		now = time.Now
 	}
 	c := &Channel{
-		info: &info, timeline: cfg.Timeline, inits: cfg.Inits, gen: cfg.Generator, now: now,
-		window: map[string]map[uint64]*media.Segment{}, subs: map[*Subscription]struct{}{},
+		info: &info, timeline: cfg.Timeline, delay: cfg.PresentationDelay, od: cfg.OnDemand, now: now,
+		tracks: map[string]*liveTrack{}, subs: map[*Subscription]struct{}{}, changed: make(chan struct{}),
+	}
+	if c.delay == 0 {
+		c.delay = 2 * cfg.Timeline.SegmentDuration
+	}
+	for _, t := range info.Tracks {
+		c.tracks[t.ID] = &liveTrack{track: t, init: cfg.Inits[t.ID]}
 	}
 	if cfg.ArchiveDir != "" {
 		a, err := newArchive(cfg.ArchiveDir, cfg.Inits)
@@ -83,206 +130,519 @@ func NewChannel(cfg ChannelConfig) (*Channel, error) {
 // Info describes the channel.
 func (c *Channel) Info() *media.Stream { return c.info }
 
-// Timeline maps the channel's segment numbers to wall-clock time.
+// Live is true: a channel grows and keeps a window.
+func (c *Channel) Live() bool { return true }
+
+// Timeline is the channel's anchor, nominal segment duration and DVR window.
 func (c *Channel) Timeline() media.Timeline { return c.timeline }
+
+// PresentationDelay is how far behind the live edge players are told to play.
+func (c *Channel) PresentationDelay() time.Duration { return c.delay }
 
 // Now is the channel's clock.
 func (c *Channel) Now() time.Time { return c.now() }
 
-// Init returns a track's init segment.
-func (c *Channel) Init(trackID string) ([]byte, error) {
-	if b, ok := c.inits[trackID]; ok {
-		return b, nil
+func (c *Channel) track(trackID string) (*liveTrack, error) {
+	if lt, ok := c.tracks[trackID]; ok {
+		return lt, nil
 	}
 	return nil, fmt.Errorf("channel %q has no track %q: %w", c.info.Name, trackID, media.ErrNotFound)
 }
 
-// Segment returns segment n of a track as seen at time now (pass c.Now() unless a
-// request pins the clock): ErrNotYet before it is complete, ErrGone once it left the
-// DVR window.
+// ---- the source's side ----
+
+// SetInit sets (or replaces, after an encoder restart) a track's init segment.
+func (c *Channel) SetInit(trackID string, init []byte) error {
+	lt, err := c.track(trackID)
+	if err != nil {
+		return err
+	}
+	if len(init) == 0 {
+		return fmt.Errorf("channel %q track %q: empty init segment: %w", c.info.Name, trackID, media.ErrInvalidMedia)
+	}
+	c.mu.Lock()
+	lt.init = init
+	c.mu.Unlock()
+	if c.archive != nil {
+		c.archive.saveInit(trackID, init)
+	}
+	return nil
+}
+
+// AppendChunk adds chunk ch to segment n of a track, which starts with it when n is
+// new (and the track's previous segment, if still open, ends there); end completes
+// the segment. The chunk is visible to readers and handed to subscribers at once.
+//
+// A chunk whose media time is already stored is a duplicate (a second encoder, or a
+// segment a reader had made on demand): the stored copy stays and subscribers hear of
+// each position once. A chunk for a segment older than the track's newest, or one
+// that does not start where the segment's last chunk ended, is refused.
+func (c *Channel) AppendChunk(trackID string, n uint64, ch *media.Chunk, end bool) error {
+	lt, err := c.track(trackID)
+	if err != nil {
+		return err
+	}
+	if ch == nil || len(ch.Data) == 0 {
+		return fmt.Errorf("channel %q track %q segment %d: empty chunk: %w", c.info.Name, trackID, n, media.ErrInvalidMedia)
+	}
+	c.mu.Lock()
+	if c.ended {
+		c.mu.Unlock()
+		return fmt.Errorf("channel %q has ended: %w", c.info.Name, media.ErrGone)
+	}
+	var events []Event
+	var done []*entry
+	e := lt.find(n)
+	switch {
+	case e == nil:
+		if k := len(lt.segs); k > 0 && lt.segs[k-1].seg.Number > n {
+			c.mu.Unlock()
+			if c.od != nil {
+				return nil // a paced source fell behind what readers made on demand: nothing to add
+			}
+			return fmt.Errorf("channel %q track %q: segment %d arrived after %d: %w", c.info.Name, trackID, n, lt.segs[k-1].seg.Number, media.ErrInvalidMedia)
+		}
+		if k := len(lt.segs); k > 0 && !lt.segs[k-1].complete {
+			prev := lt.segs[k-1]
+			c.completeLocked(prev)
+			done = append(done, prev)
+			events = append(events, Event{Track: trackID, Number: prev.seg.Number, Index: len(prev.seg.Chunks), Last: true})
+		}
+		e = &entry{seg: media.Segment{SegmentRef: media.SegmentRef{Number: n, Start: ch.Start}}}
+		lt.segs = append(lt.segs, e)
+	case ch.Start < e.seg.End():
+		// A duplicate: announce the stored chunk at its position if nobody has heard of it.
+		i := sort.Search(len(e.seg.Chunks), func(i int) bool { return e.seg.Chunks[i].Start >= ch.Start })
+		if i == len(e.seg.Chunks) || e.seg.Chunks[i].Start != ch.Start {
+			c.mu.Unlock()
+			return fmt.Errorf("channel %q track %q segment %d: chunk at %d overlaps the stored ones: %w", c.info.Name, trackID, n, ch.Start, media.ErrInvalidMedia)
+		}
+		if i == e.told {
+			e.told++
+			events = append(events, Event{Track: trackID, Number: n, Index: i, Last: e.complete && i == len(e.seg.Chunks)-1, Chunk: e.seg.Chunks[i]})
+		}
+		c.mu.Unlock()
+		c.deliverAll(events)
+		return nil
+	case e.complete:
+		c.mu.Unlock()
+		return fmt.Errorf("channel %q track %q segment %d is complete; a chunk at %d comes too late: %w", c.info.Name, trackID, n, ch.Start, media.ErrInvalidMedia)
+	case ch.Start != e.seg.End():
+		c.mu.Unlock()
+		return fmt.Errorf("channel %q track %q segment %d: chunk at %d leaves a gap after %d: %w", c.info.Name, trackID, n, ch.Start, e.seg.End(), media.ErrInvalidMedia)
+	}
+	e.seg.Chunks = append(e.seg.Chunks, ch)
+	e.seg.Duration += ch.Duration
+	e.seg.Size += int64(len(ch.Data))
+	if end {
+		c.completeLocked(e)
+		done = append(done, e)
+	}
+	if e.told == len(e.seg.Chunks)-1 {
+		e.told++
+		events = append(events, Event{Track: trackID, Number: n, Index: len(e.seg.Chunks) - 1, Last: end, Chunk: ch})
+	}
+	c.pruneLocked(lt)
+	c.mu.Unlock()
+	c.deliverAll(events)
+	c.archiveAll(trackID, done)
+	return nil
+}
+
+// EndSegment completes segment n of a track whose last chunk was appended without
+// knowing it was the last (an encoder says so only by starting the next one, or by
+// closing its stream). Subscribers get an Event with Last set and no chunk.
+func (c *Channel) EndSegment(trackID string, n uint64) error {
+	lt, err := c.track(trackID)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	e := lt.find(n)
+	if e == nil || e.complete || len(e.seg.Chunks) == 0 {
+		c.mu.Unlock()
+		return nil
+	}
+	c.completeLocked(e)
+	ev := Event{Track: trackID, Number: n, Index: len(e.seg.Chunks), Last: true}
+	c.pruneLocked(lt)
+	c.mu.Unlock()
+	c.deliverAll([]Event{ev})
+	c.archiveAll(trackID, []*entry{e})
+	return nil
+}
+
+// Publish stores a whole segment at once (its chunks, then its end).
+func (c *Channel) Publish(trackID string, s *media.Segment) error {
+	for i, ch := range s.Chunks {
+		if err := c.AppendChunk(trackID, s.Number, ch, i == len(s.Chunks)-1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EndStream ends the channel: open segments complete, subscriptions close, and
+// nothing more is accepted. What is stored stays readable.
+func (c *Channel) EndStream() {
+	c.mu.Lock()
+	if c.ended {
+		c.mu.Unlock()
+		return
+	}
+	c.ended = true
+	for _, lt := range c.tracks {
+		if k := len(lt.segs); k > 0 && !lt.segs[k-1].complete && len(lt.segs[k-1].seg.Chunks) > 0 {
+			c.completeLocked(lt.segs[k-1])
+		}
+	}
+	subs := make([]*Subscription, 0, len(c.subs))
+	for s := range c.subs {
+		subs = append(subs, s)
+	}
+	c.mu.Unlock()
+	for _, s := range subs {
+		s.Stop()
+	}
+}
+
+// Ended says whether EndStream was called.
+func (c *Channel) Ended() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ended
+}
+
+// completeLocked marks e complete at the source's schedule time (a looped channel's,
+// so every origin reports the same) or now, and wakes readers waiting for it.
+func (c *Channel) completeLocked(e *entry) {
+	e.complete = true
+	if c.od != nil {
+		e.at = c.od.AvailableAt(e.seg.Number)
+	} else {
+		e.at = c.now()
+	}
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// pruneLocked drops complete segments that left the DVR window by the real clock,
+// keeping one more for readers that were just behind it.
+func (c *Channel) pruneLocked(lt *liveTrack) {
+	cut := c.now().Add(-c.timeline.TimeShiftBufferDepth - c.timeline.SegmentDuration)
+	k := 0
+	for k < len(lt.segs)-1 && lt.segs[k].complete && lt.segs[k].at.Before(cut) {
+		k++
+	}
+	if k > 0 {
+		clear(lt.segs[:k])
+		lt.segs = lt.segs[k:]
+	}
+}
+
+func (c *Channel) deliverAll(events []Event) {
+	for _, ev := range events {
+		c.deliver(ev)
+	}
+}
+
+func (c *Channel) archiveAll(trackID string, done []*entry) {
+	if c.archive == nil {
+		return
+	}
+	for _, e := range done {
+		c.archive.offer(trackID, &e.seg)
+	}
+}
+
+// ---- the readers' side ----
+
+// find returns the entry of segment n, or nil.
+func (lt *liveTrack) find(n uint64) *entry {
+	i := sort.Search(len(lt.segs), func(i int) bool { return lt.segs[i].seg.Number >= n })
+	if i < len(lt.segs) && lt.segs[i].seg.Number == n {
+		return lt.segs[i]
+	}
+	return nil
+}
+
+// Init returns a track's init segment: ErrNotYet before a source set it.
+func (c *Channel) Init(trackID string) ([]byte, error) {
+	lt, err := c.track(trackID)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if lt.init == nil {
+		return nil, fmt.Errorf("channel %q track %q has no init segment yet (no encoder connected?): %w", c.info.Name, trackID, media.ErrNotYet)
+	}
+	return lt.init, nil
+}
+
+// windowLocked lists the complete segments of lt available at now, oldest first:
+// those that completed by now and whose completion lies within the DVR window, and
+// always the newest.
+func (c *Channel) windowLocked(lt *liveTrack, now time.Time) []*entry {
+	hi := len(lt.segs)
+	for hi > 0 && (!lt.segs[hi-1].complete || lt.segs[hi-1].at.After(now)) {
+		hi--
+	}
+	if hi == 0 {
+		return nil
+	}
+	cut := now.Add(-c.timeline.TimeShiftBufferDepth)
+	lo := hi - 1
+	for lo > 0 && lt.segs[lo-1].complete && lt.segs[lo-1].at.After(cut) {
+		lo--
+	}
+	return lt.segs[lo:hi]
+}
+
+// Segment returns segment n of a track, complete and available at now (pass c.Now()
+// unless a request pins the clock): ErrNotYet before, ErrGone once it left the DVR
+// window.
 func (c *Channel) Segment(trackID string, n uint64, now time.Time) (*media.Segment, error) {
-	if _, err := c.info.Track(trackID); err != nil {
+	lt, err := c.track(trackID)
+	if err != nil {
 		return nil, err
 	}
-	if err := c.timeline.Check(n, now); err != nil {
-		return nil, err
+	if c.od != nil {
+		return c.onDemand(lt, n, now)
 	}
-	return c.segment(trackID, n)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.windowLocked(lt, now)
+	switch {
+	case len(w) == 0 || n > w[len(w)-1].seg.Number:
+		return nil, fmt.Errorf("channel %q track %q segment %d is not available yet: %w", c.info.Name, trackID, n, media.ErrNotYet)
+	case n < w[0].seg.Number:
+		return nil, fmt.Errorf("channel %q track %q segment %d left the %s DVR window: %w", c.info.Name, trackID, n, c.timeline.TimeShiftBufferDepth, media.ErrGone)
+	}
+	i := sort.Search(len(w), func(i int) bool { return w[i].seg.Number >= n })
+	if w[i].seg.Number != n {
+		return nil, fmt.Errorf("channel %q track %q has no segment %d (the encoder skipped it): %w", c.info.Name, trackID, n, media.ErrNotFound)
+	}
+	return &w[i].seg, nil
+}
+
+// onDemand answers by the on-demand source's schedule, from the store when the
+// segment is there and made (and kept, when due by the real clock) when not.
+func (c *Channel) onDemand(lt *liveTrack, n uint64, now time.Time) (*media.Segment, error) {
+	first, last, ok := c.od.Window(now)
+	switch {
+	case !ok || n > last:
+		return nil, fmt.Errorf("channel %q segment %d is available at %s: %w", c.info.Name, n, c.od.AvailableAt(n).UTC().Format(time.RFC3339Nano), media.ErrNotYet)
+	case n < first:
+		return nil, fmt.Errorf("channel %q segment %d left the %s DVR window: %w", c.info.Name, n, c.timeline.TimeShiftBufferDepth, media.ErrGone)
+	}
+	c.mu.Lock()
+	if e := lt.find(n); e != nil && e.complete {
+		c.mu.Unlock()
+		return &e.seg, nil
+	}
+	c.mu.Unlock()
+	s, err := c.od.Segment(lt.track.ID, n)
+	if err != nil {
+		return nil, fmt.Errorf("channel %q track %q segment %d: %w", c.info.Name, lt.track.ID, n, err)
+	}
+	return c.keepMade(lt, s), nil
+}
+
+// keepMade stores a segment made on demand when the real clock says it is due and
+// within the window (a pinned clock in a test cannot grow memory), and returns the
+// stored copy: when two readers make the same segment, both share one.
+func (c *Channel) keepMade(lt *liveTrack, s *media.Segment) *media.Segment {
+	realNow := c.now()
+	first, last, ok := c.od.Window(realNow)
+	if !ok || s.Number < first || s.Number > last {
+		return s
+	}
+	c.mu.Lock()
+	if e := lt.find(s.Number); e != nil {
+		if e.complete {
+			c.mu.Unlock()
+			return &e.seg
+		}
+		// A paced source is part-way through it: complete it with the made chunks
+		// (the same bytes), announcing nothing — the source will.
+		e.seg = media.Segment{SegmentRef: s.SegmentRef, Chunks: s.Chunks}
+		c.completeLocked(e)
+		c.mu.Unlock()
+		c.archiveAll(lt.track.ID, []*entry{e})
+		return &e.seg
+	}
+	i := sort.Search(len(lt.segs), func(i int) bool { return lt.segs[i].seg.Number >= s.Number })
+	e := &entry{seg: *s}
+	lt.segs = append(lt.segs, nil)
+	copy(lt.segs[i+1:], lt.segs[i:])
+	lt.segs[i] = e
+	c.completeLocked(e)
+	c.pruneLocked(lt)
+	c.mu.Unlock()
+	c.archiveAll(lt.track.ID, []*entry{e})
+	return &e.seg
 }
 
 // SegmentAt returns the segment of a track that starts at media time start ($Time$).
 func (c *Channel) SegmentAt(trackID string, start uint64, now time.Time) (*media.Segment, error) {
-	t, err := c.info.Track(trackID)
+	lt, err := c.track(trackID)
 	if err != nil {
 		return nil, err
 	}
-	// Segment n starts near n·D; audio segments start at the first sample at or after it.
-	n := uint64(t.Duration(start) / c.timeline.SegmentDuration)
-	for _, cand := range []uint64{n, n + 1} {
-		s, err := c.Segment(trackID, cand, now)
-		if err != nil {
-			return nil, err
+	n, ok := uint64(0), false
+	if c.od != nil {
+		n, ok = c.od.Number(trackID, start)
+	} else {
+		c.mu.Lock()
+		i := sort.Search(len(lt.segs), func(i int) bool { return lt.segs[i].seg.Start >= start })
+		if i < len(lt.segs) && lt.segs[i].seg.Start == start {
+			n, ok = lt.segs[i].seg.Number, true
 		}
-		if s.Start == start {
-			return s, nil
-		}
+		c.mu.Unlock()
 	}
-	return nil, fmt.Errorf("channel %q track %q has no segment at time %d: %w", c.info.Name, trackID, start, media.ErrNotFound)
-}
-
-// segment returns n from the window, generating it when the channel has a generator.
-func (c *Channel) segment(trackID string, n uint64) (*media.Segment, error) {
-	c.mu.Lock()
-	s, ok := c.window[trackID][n]
-	c.mu.Unlock()
-	if ok {
-		return s, nil
+	if !ok {
+		return nil, fmt.Errorf("channel %q track %q has no segment at time %d: %w", c.info.Name, trackID, start, media.ErrNotFound)
 	}
-	if c.gen == nil {
-		return nil, fmt.Errorf("channel %q track %q segment %d is not here (encoder late?): %w", c.info.Name, trackID, n, media.ErrUnavailable)
-	}
-	s, err := c.gen.Segment(trackID, n)
+	s, err := c.Segment(trackID, n, now)
 	if err != nil {
-		return nil, fmt.Errorf("channel %q track %q segment %d: %w", c.info.Name, trackID, n, err)
+		return nil, err
 	}
-	return c.store(trackID, s), nil
+	if s.Start != start {
+		return nil, fmt.Errorf("channel %q track %q has no segment at time %d: %w", c.info.Name, trackID, start, media.ErrNotFound)
+	}
+	return s, nil
 }
 
-// store keeps s if it is inside the current window (by the real clock), so a pinned
-// clock in a test cannot grow memory, and drops segments that left the window. It
-// returns the stored copy: when two readers build the same segment, both share one.
-// A newly stored segment also goes to the archive, outside the lock.
-func (c *Channel) store(trackID string, s *media.Segment) *media.Segment {
-	kept, isNew := c.keep(trackID, s)
-	if isNew && c.archive != nil {
-		c.archive.save(trackID, kept)
+// Partial returns segment n of a track as stored now, complete or still in progress
+// (its chunks so far), for readers that follow the live edge chunk by chunk.
+// ErrNotYet when nothing of it is stored.
+func (c *Channel) Partial(trackID string, n uint64) (seg *media.Segment, complete bool, err error) {
+	lt, err := c.track(trackID)
+	if err != nil {
+		return nil, false, err
 	}
-	return kept
-}
-
-func (c *Channel) keep(trackID string, s *media.Segment) (kept *media.Segment, isNew bool) {
-	first, _, ok := c.timeline.Window(c.now())
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if ok && s.Number+1 < first {
-		return s, false
+	e := lt.find(n)
+	if e == nil || len(e.seg.Chunks) == 0 {
+		return nil, false, fmt.Errorf("channel %q track %q segment %d is not here yet: %w", c.info.Name, trackID, n, media.ErrNotYet)
 	}
-	w := c.window[trackID]
-	if w == nil {
-		w = map[uint64]*media.Segment{}
-		c.window[trackID] = w
+	if e.complete {
+		return &e.seg, true, nil
 	}
-	if old, dup := w[s.Number]; dup {
-		return old, false
-	}
-	w[s.Number] = s
-	for num := range w {
-		if ok && num+1 < first { // keep one segment before the window for late readers
-			delete(w, num)
-		}
-	}
-	return s, true
+	s := e.seg // a copy of the slice header: the chunks so far
+	return &s, false, nil
 }
 
 // Window lists each track's segments available at now, oldest first, for manifests.
-// Durations and start times come from the segments themselves (audio segment durations
-// vary by a sample or so around the nominal duration).
+// Start times and durations are the stored segments' own.
 func (c *Channel) Window(now time.Time) (map[string][]media.SegmentRef, error) {
-	first, last, ok := c.timeline.Window(now)
 	out := map[string][]media.SegmentRef{}
-	if !ok {
+	if c.od != nil {
+		first, last, ok := c.od.Window(now)
+		if !ok {
+			return out, nil
+		}
+		for _, t := range c.info.Tracks {
+			refs := make([]media.SegmentRef, 0, last-first+1)
+			for n := first; n <= last; n++ {
+				s, err := c.Segment(t.ID, n, now)
+				if err != nil {
+					return nil, err
+				}
+				refs = append(refs, s.SegmentRef)
+			}
+			out[t.ID] = refs
+		}
 		return out, nil
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for _, t := range c.info.Tracks {
-		refs := make([]media.SegmentRef, 0, last-first+1)
-		for n := first; n <= last; n++ {
-			s, err := c.segment(t.ID, n)
-			if err != nil {
-				return nil, err
-			}
-			refs = append(refs, s.SegmentRef)
+		w := c.windowLocked(c.tracks[t.ID], now)
+		refs := make([]media.SegmentRef, len(w))
+		for i, e := range w {
+			refs[i] = e.seg.SegmentRef
 		}
 		out[t.ID] = refs
 	}
 	return out, nil
 }
 
-// Publish adds a complete segment fed by a source without a generator (live ingest)
-// and hands its chunks to subscribers.
-func (c *Channel) Publish(trackID string, s *media.Segment) error {
-	if _, err := c.info.Track(trackID); err != nil {
-		return err
+// Latest returns the newest segment number complete in every track at now; ok is
+// false before there is one.
+func (c *Channel) Latest(now time.Time) (n uint64, ok bool) {
+	if c.od != nil {
+		_, last, ok := c.od.Window(now)
+		return last, ok
 	}
-	s = c.store(trackID, s)
-	for i, ch := range s.Chunks {
-		c.deliver(Event{Track: trackID, Number: s.Number, Index: i, Last: i == len(s.Chunks)-1, Chunk: ch})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, t := range c.info.Tracks {
+		w := c.windowLocked(c.tracks[t.ID], now)
+		if len(w) == 0 {
+			return 0, false
+		}
+		if l := w[len(w)-1].seg.Number; i == 0 || l < n {
+			n = l
+		}
 	}
-	return nil
+	return n, len(c.info.Tracks) > 0
 }
 
-// Run is the channel's clock for push transports: it hands every chunk to subscribers
-// when the chunk's media end time has passed, and warms the window for pull viewers.
-// It returns when ctx ends. Channels fed by Publish need not run it.
-func (c *Channel) Run(ctx context.Context) error {
-	if c.gen == nil {
-		<-ctx.Done()
-		return nil
+// AvailableAt is when segment n of a track completed (zero when it is not stored):
+// a looped channel's schedule time, an ingested one's arrival.
+func (c *Channel) AvailableAt(trackID string, n uint64) time.Time {
+	if c.od != nil {
+		return c.od.AvailableAt(n)
 	}
-	n := c.timeline.NumberAt(c.now())
+	lt, err := c.track(trackID)
+	if err != nil {
+		return time.Time{}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := lt.find(n); e != nil && e.complete {
+		return e.at
+	}
+	return time.Time{}
+}
+
+// Await waits until segment n of a track is available and returns it, or until it
+// can never be (ErrGone, ErrNotFound, the channel ended) or ctx ends.
+func (c *Channel) Await(ctx context.Context, trackID string, n uint64) (*media.Segment, error) {
 	for {
-		segs := make([]*media.Segment, len(c.info.Tracks))
-		for i, t := range c.info.Tracks {
-			s, err := c.segment(t.ID, n)
-			if err != nil {
-				return err
-			}
-			segs[i] = s
+		c.mu.Lock()
+		changed, ended := c.changed, c.ended
+		c.mu.Unlock()
+		s, err := c.Segment(trackID, n, c.now())
+		if err == nil || !isNotYet(err) {
+			return s, err
 		}
-		if err := c.release(ctx, n, segs); err != nil {
-			return nil //nolint:nilerr // ctx ended: a clean stop
+		if ended {
+			return nil, fmt.Errorf("channel %q ended before segment %d: %w", c.info.Name, n, media.ErrNotFound)
 		}
-		n++
+		var due <-chan time.Time
+		var timer *time.Timer
+		if c.od != nil {
+			// No paced source may be running: wake when the schedule says so.
+			timer = time.NewTimer(max(c.od.AvailableAt(n).Sub(c.now()), time.Millisecond))
+			due = timer.C
+		}
+		select {
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-changed:
+		case <-due:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if err = ctx.Err(); err != nil {
+			return nil, err
+		}
 	}
 }
 
-// release delivers the chunks of segment n of every track in order of their due time.
-func (c *Channel) release(ctx context.Context, n uint64, segs []*media.Segment) error {
-	segStart := c.timeline.AvailabilityStart.Add(time.Duration(n) * c.timeline.SegmentDuration)
-	type due struct {
-		at    time.Time
-		ev    Event
-		track int
-	}
-	var queue []due
-	for i, s := range segs {
-		t := c.info.Tracks[i]
-		var offset uint64
-		for k, ch := range s.Chunks {
-			offset += ch.Duration
-			at := segStart.Add(t.Duration(offset))
-			if k == len(s.Chunks)-1 {
-				at = c.timeline.Availability(n) // the segment's last chunk completes it
-			}
-			queue = append(queue, due{at, Event{Track: t.ID, Number: n, Index: k, Last: k == len(s.Chunks)-1, Chunk: ch}, i})
-		}
-	}
-	// Stable insertion sort by due time: a few dozen chunks per segment.
-	for i := 1; i < len(queue); i++ {
-		for j := i; j > 0 && queue[j].at.Before(queue[j-1].at); j-- {
-			queue[j], queue[j-1] = queue[j-1], queue[j]
-		}
-	}
-	for _, d := range queue {
-		if wait := d.at.Sub(c.now()); wait > 0 {
-			timer := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				timer.Stop()
-				return ctx.Err()
-			case <-timer.C:
-			}
-		}
-		c.deliver(d.ev)
-	}
-	return nil
-}
+func isNotYet(err error) bool { return errors.Is(err, media.ErrNotYet) }

@@ -14,27 +14,54 @@ import (
 	"github.com/streambed/streambed/internal/media"
 )
 
-// fakeGen builds 2-chunk segments of 1 s at timescale 1000 and counts builds.
-type fakeGen struct{ builds atomic.Int64 }
-
-func (g *fakeGen) Segment(track string, n uint64) (*media.Segment, error) {
-	g.builds.Add(1)
-	start := n * 1000
-	return &media.Segment{
-		SegmentRef: media.SegmentRef{Number: n, Start: start, Duration: 1000},
-		Chunks: []*media.Chunk{
-			{Data: []byte{byte(n), 0}, Start: start, Duration: 500, Keyframe: true},
-			{Data: []byte{byte(n), 1}, Start: start + 500, Duration: 500},
-		},
-	}, nil
+// fakeOD is a fixed schedule of 2-chunk segments of 1 s at timescale 1000 from
+// anchor, with a 5 s window; it counts the segments it makes.
+type fakeOD struct {
+	anchor time.Time
+	builds atomic.Int64
 }
 
-func testChannel(t *testing.T, now *time.Time, gen Generator) *Channel {
+func (g *fakeOD) Window(now time.Time) (uint64, uint64, bool) {
+	el := now.Sub(g.anchor)
+	if el < time.Second {
+		return 0, 0, false
+	}
+	last := uint64(el/time.Second) - 1
+	first := uint64(0)
+	if last >= 5 {
+		first = last - 4
+	}
+	return first, last, true
+}
+func (g *fakeOD) AvailableAt(n uint64) time.Time {
+	return g.anchor.Add(time.Duration(n+1) * time.Second)
+}
+func (g *fakeOD) Number(_ string, start uint64) (uint64, bool) {
+	return start / 1000, start%1000 == 0
+}
+func (g *fakeOD) Segment(_ string, n uint64) (*media.Segment, error) {
+	g.builds.Add(1)
+	return segment(n, 1000), nil
+}
+
+// segment n of length d ms starting at n·d, in two chunks.
+func segment(n, d uint64) *media.Segment {
+	start := n * d
+	return &media.Segment{
+		SegmentRef: media.SegmentRef{Number: n, Start: start, Duration: d},
+		Chunks: []*media.Chunk{
+			{Data: []byte{byte(n), 0}, Start: start, Duration: d / 2, Keyframe: true},
+			{Data: []byte{byte(n), 1}, Start: start + d/2, Duration: d - d/2},
+		},
+	}
+}
+
+func newTestChannel(t *testing.T, now *time.Time, od OnDemand, archive string) *Channel {
 	t.Helper()
 	info := &media.Stream{Name: "ch", SegmentDuration: time.Second,
 		Tracks: []*media.Track{{ID: "v", Kind: media.Video, Timescale: 1000}}}
 	c, err := NewChannel(ChannelConfig{
-		Info: info, Inits: map[string][]byte{"v": {1}}, Generator: gen,
+		Info: info, Inits: map[string][]byte{"v": {9}}, OnDemand: od, ArchiveDir: archive,
 		Timeline: media.Timeline{AvailabilityStart: time.Unix(1000, 0), SegmentDuration: time.Second, TimeShiftBufferDepth: 5 * time.Second},
 		Clock:    func() time.Time { return *now },
 	})
@@ -44,10 +71,10 @@ func testChannel(t *testing.T, now *time.Time, gen Generator) *Channel {
 	return c
 }
 
-func TestChannelSegmentAvailability(t *testing.T) {
+func TestOnDemandAvailability(t *testing.T) {
 	now := time.Unix(1010, 500e6) // 10.5 s after start: segments 0..9 complete
-	gen := &fakeGen{}
-	c := testChannel(t, &now, gen)
+	od := &fakeOD{anchor: time.Unix(1000, 0)}
+	c := newTestChannel(t, &now, od, "")
 	tests := []struct {
 		n    uint64
 		want error
@@ -63,18 +90,35 @@ func TestChannelSegmentAvailability(t *testing.T) {
 	if _, err := c.Segment("nope", 9, now); !errors.Is(err, media.ErrNotFound) {
 		t.Errorf("unknown track: %v", err)
 	}
-	// A second read shares the stored copy instead of building again.
-	before := gen.builds.Load()
+	// A second read shares the stored copy instead of making it again.
+	before := od.builds.Load()
 	a, _ := c.Segment("v", 9, now)
 	b, _ := c.Segment("v", 9, now)
-	if gen.builds.Load() != before || a != b {
-		t.Errorf("segment 9 built again or not shared")
+	if od.builds.Load() != before || a != b {
+		t.Errorf("segment 9 made again or not shared")
+	}
+	// A pinned clock in the past is answered by the schedule, and not kept.
+	past := time.Unix(1003, 0)
+	if s, err := c.Segment("v", 1, past); err != nil || s.Number != 1 {
+		t.Errorf("segment 1 at a pinned past clock: %v", err)
+	}
+	if _, _, err := c.Partial("v", 1); !errors.Is(err, media.ErrNotYet) {
+		t.Errorf("a segment made for a pinned clock outside the real window was stored: %v", err)
+	}
+	if s, err := c.SegmentAt("v", 7000, now); err != nil || s.Number != 7 {
+		t.Errorf("SegmentAt(7000) = %v", err)
+	}
+	if _, err := c.SegmentAt("v", 7001, now); !errors.Is(err, media.ErrNotFound) {
+		t.Errorf("SegmentAt(7001): %v", err)
+	}
+	if n, ok := c.Latest(now); !ok || n != 9 {
+		t.Errorf("Latest = %d %v, want 9", n, ok)
 	}
 }
 
-func TestChannelWindowBoundsMemory(t *testing.T) {
+func TestOnDemandWindowBoundsMemory(t *testing.T) {
 	now := time.Unix(1010, 0)
-	c := testChannel(t, &now, &fakeGen{})
+	c := newTestChannel(t, &now, &fakeOD{anchor: time.Unix(1000, 0)}, "")
 	for i := 0; i < 100; i++ {
 		now = now.Add(time.Second)
 		if _, err := c.Window(now); err != nil {
@@ -82,10 +126,10 @@ func TestChannelWindowBoundsMemory(t *testing.T) {
 		}
 	}
 	c.mu.Lock()
-	n := len(c.window["v"])
+	n := len(c.tracks["v"].segs)
 	c.mu.Unlock()
 	if n > 7 { // 5 s window + one before + the newest
-		t.Errorf("window holds %d segments after 100 s, want ≤ 7", n)
+		t.Errorf("store holds %d segments after 100 s, want ≤ 7", n)
 	}
 	w, _ := c.Window(now)
 	if got := len(w["v"]); got != 5 {
@@ -93,14 +137,86 @@ func TestChannelWindowBoundsMemory(t *testing.T) {
 	}
 }
 
+// A channel fed chunk by chunk: segments of varying length, visible in progress to
+// Partial, available to Segment once ended, windowed by when they completed.
+func TestStoreByPresence(t *testing.T) {
+	now := time.Unix(2000, 0)
+	c := newTestChannel(t, &now, nil, "")
+	if _, err := c.Segment("v", 0, now); !errors.Is(err, media.ErrNotYet) {
+		t.Fatalf("empty channel: %v", err)
+	}
+	start := uint64(0)
+	for n, d := range []uint64{1000, 1500, 800, 1200, 2000, 1000, 900} {
+		s := segment(0, d)
+		for i, ch := range s.Chunks {
+			ch.Start += start
+			ch.Data = []byte{byte(n), byte(i)}
+			if err := c.AppendChunk("v", uint64(n), ch, false); err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				p, complete, err := c.Partial("v", uint64(n))
+				if err != nil || complete || len(p.Chunks) != 1 {
+					t.Fatalf("segment %d in progress: %v %v %v", n, p, complete, err)
+				}
+				if _, err := c.Segment("v", uint64(n), now); !errors.Is(err, media.ErrNotYet) {
+					t.Errorf("segment %d served before it ended: %v", n, err)
+				}
+			}
+		}
+		start += d
+		now = now.Add(time.Duration(d) * time.Millisecond)
+		// The encoder ends a segment by starting the next; the last one explicitly.
+		if n == 6 {
+			if err := c.EndSegment("v", uint64(n)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	w, _ := c.Window(now)
+	refs := w["v"]
+	// Completed at 2000+{2.5 (seg 0 ends when 1 starts) …}: with a 5 s window the
+	// newest few; every listed segment starts where the previous ended.
+	if len(refs) == 0 || refs[len(refs)-1].Number != 6 || refs[len(refs)-1].Duration != 900 {
+		t.Fatalf("window %+v", refs)
+	}
+	for i := 1; i < len(refs); i++ {
+		if refs[i].Start != refs[i-1].End() {
+			t.Errorf("window not contiguous: %+v", refs)
+		}
+	}
+	if got, err := c.SegmentAt("v", refs[1].Start, now); err != nil || got.Number != refs[1].Number {
+		t.Errorf("SegmentAt(%d) = %v %v", refs[1].Start, got, err)
+	}
+	if _, err := c.Segment("v", 0, now); !errors.Is(err, media.ErrGone) {
+		t.Errorf("segment 0 after the window: %v", err)
+	}
+	// Refused: a chunk that leaves a gap, one of an older segment; a duplicate is
+	// dropped quietly.
+	if err := c.AppendChunk("v", 7, &media.Chunk{Data: []byte{1}, Start: start + 5, Duration: 10}, false); err != nil {
+		t.Fatal(err) // a new segment may start anywhere
+	}
+	if err := c.AppendChunk("v", 7, &media.Chunk{Data: []byte{1}, Start: start + 100, Duration: 10}, false); !errors.Is(err, media.ErrInvalidMedia) {
+		t.Errorf("gap: %v", err)
+	}
+	if err := c.AppendChunk("v", 3, &media.Chunk{Data: []byte{1}, Start: 1, Duration: 10}, false); !errors.Is(err, media.ErrInvalidMedia) {
+		t.Errorf("old segment: %v", err)
+	}
+	if err := c.AppendChunk("v", 7, &media.Chunk{Data: []byte{2}, Start: start + 5, Duration: 10}, false); err != nil {
+		t.Errorf("duplicate: %v", err)
+	}
+	if p, _, _ := c.Partial("v", 7); len(p.Chunks) != 1 || p.Chunks[0].Data[0] != 1 {
+		t.Errorf("the duplicate replaced the first arrival: %+v", p.Chunks)
+	}
+}
+
 func TestSubscriptionSlowReaderSkipsToKeyframe(t *testing.T) {
 	now := time.Unix(1010, 0)
-	c := testChannel(t, &now, &fakeGen{})
+	c := newTestChannel(t, &now, nil, "")
 	fast := c.Subscribe(100)
 	slow := c.Subscribe(1)
 	for n := uint64(0); n < 3; n++ {
-		s, _ := (&fakeGen{}).Segment("v", n)
-		if err := c.Publish("v", s); err != nil {
+		if err := c.Publish("v", segment(n, 1000)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -116,8 +232,7 @@ func TestSubscriptionSlowReaderSkipsToKeyframe(t *testing.T) {
 		t.Errorf("slow reader lost %d, want 5", slow.Lost())
 	}
 	// After draining, it resumes at the next keyframe, never mid-segment.
-	s, _ := (&fakeGen{}).Segment("v", 3)
-	_ = c.Publish("v", s)
+	_ = c.Publish("v", segment(3, 1000))
 	if ev := <-slow.C; ev.Number != 3 || ev.Index != 0 {
 		t.Errorf("slow reader resumed at %d/%d, want 3/0", ev.Number, ev.Index)
 	}
@@ -129,56 +244,73 @@ func TestSubscriptionSlowReaderSkipsToKeyframe(t *testing.T) {
 	}
 }
 
-func TestRunReleasesChunksOnTime(t *testing.T) {
-	c, err := NewChannel(ChannelConfig{
-		Info:      &media.Stream{Name: "ch", Tracks: []*media.Track{{ID: "v", Kind: media.Video, Timescale: 1000}}},
-		Inits:     map[string][]byte{"v": {1}},
-		Generator: &fakeGen{},
-		Timeline:  media.Timeline{AvailabilityStart: time.Now().Add(-1900 * time.Millisecond), SegmentDuration: time.Second, TimeShiftBufferDepth: 4 * time.Second},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+// A segment ended by the next one's start reaches subscribers as an end-only event.
+func TestEndOnlyEvent(t *testing.T) {
+	now := time.Unix(1010, 0)
+	c := newTestChannel(t, &now, nil, "")
 	sub := c.Subscribe(10)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- c.Run(ctx) }()
-	// Segment 1 is in progress: its second chunk is due within ~100 ms, then segment 2.
-	var got []Event
-	for len(got) < 3 {
-		select {
-		case ev := <-sub.C:
-			got = append(got, ev)
-		case <-time.After(5 * time.Second):
-			t.Fatal("no chunk released within 5 s")
-		}
+	s0, s1 := segment(0, 1000), segment(1, 1000)
+	for _, ch := range s0.Chunks {
+		_ = c.AppendChunk("v", 0, ch, false)
 	}
-	cancel()
-	if err := <-done; err != nil {
+	_ = c.AppendChunk("v", 1, s1.Chunks[0], false)
+	var got []Event
+	for len(sub.C) > 0 {
+		got = append(got, <-sub.C)
+	}
+	if len(got) != 4 || got[2].Chunk != nil || !got[2].Last || got[2].Number != 0 || got[3].Number != 1 {
+		t.Errorf("events %+v", got)
+	}
+	c.EndStream()
+	if _, ok := <-sub.C; ok {
+		t.Errorf("subscription open after the end of the stream")
+	}
+	if err := c.AppendChunk("v", 1, s1.Chunks[1], true); !errors.Is(err, media.ErrGone) {
+		t.Errorf("append after the end: %v", err)
+	}
+	if s, err := c.Segment("v", 1, now); err != nil || len(s.Chunks) != 1 {
+		t.Errorf("segment in progress at the end of the stream: %v %v", s, err)
+	}
+}
+
+func TestAwait(t *testing.T) {
+	now := time.Unix(1010, 0)
+	c := newTestChannel(t, &now, nil, "")
+	got := make(chan error, 1)
+	go func() {
+		s, err := c.Await(context.Background(), "v", 0)
+		if err == nil && s.Number != 0 {
+			err = errors.New("wrong segment")
+		}
+		got <- err
+	}()
+	time.Sleep(10 * time.Millisecond)
+	if err := c.Publish("v", segment(0, 1000)); err != nil {
 		t.Fatal(err)
 	}
-	want := [][2]uint64{{1, 0}, {1, 1}, {2, 0}}
-	for i, ev := range got {
-		if ev.Number != want[i][0] || uint64(ev.Index) != want[i][1] {
-			t.Errorf("event %d = %d/%d, want %v", i, ev.Number, ev.Index, want[i])
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
 		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Await did not return after the segment was published")
 	}
-	if !got[1].Last || got[0].Last {
-		t.Errorf("Last flags wrong: %+v", got)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.Await(ctx, "v", 5); !errors.Is(err, context.Canceled) {
+		t.Errorf("Await with a cancelled context: %v", err)
 	}
 }
 
 func TestArchiveWritesSegmentsAndSurvivesFailures(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Unix(1010, 0)
-	info := &media.Stream{Name: "ch", SegmentDuration: time.Second,
-		Tracks: []*media.Track{{ID: "v", Kind: media.Video, Timescale: 1000}}}
-	c, err := NewChannel(ChannelConfig{
-		Info: info, Inits: map[string][]byte{"v": {9}}, Generator: &fakeGen{}, ArchiveDir: dir,
-		Timeline: media.Timeline{AvailabilityStart: time.Unix(1000, 0), SegmentDuration: time.Second, TimeShiftBufferDepth: 5 * time.Second},
-		Clock:    func() time.Time { return now },
-	})
-	if err != nil {
+	c := newTestChannel(t, &now, &fakeOD{anchor: time.Unix(1000, 0)}, dir)
+	h := New()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := h.AddChannel(ctx, c, nil); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 3; i++ {
@@ -186,16 +318,13 @@ func TestArchiveWritesSegmentsAndSurvivesFailures(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	waitFor(t, func() bool { st, _ := c.Archive(); return st.Written == 1 })
 	b, err := os.ReadFile(filepath.Join(dir, "v", "9.m4s"))
 	if err != nil || !bytes.Equal(b, []byte{9, 0, 9, 1}) {
 		t.Fatalf("archived segment 9 = %v, %v", b, err)
 	}
 	if init, _ := os.ReadFile(filepath.Join(dir, "v", "init.mp4")); !bytes.Equal(init, []byte{9}) {
 		t.Errorf("archived init = %v", init)
-	}
-	st, _ := c.Archive()
-	if st.Written != 1 || st.Failed != 0 {
-		t.Errorf("stats after one segment read thrice: %+v", st)
 	}
 	// A track folder that cannot be written (here: a file in its place) loses the
 	// archive copy, not the segment: viewers are still served from memory.
@@ -209,13 +338,85 @@ func TestArchiveWritesSegmentsAndSurvivesFailures(t *testing.T) {
 	if err != nil || s.Number != 8 {
 		t.Fatalf("segment 8 with a broken archive: %v", err)
 	}
-	if st, _ := c.Archive(); st.Failed != 1 || st.LastErr == nil {
-		t.Errorf("failure not recorded: %+v", st)
+	waitFor(t, func() bool { st, _ := c.Archive(); return st.Failed == 1 && st.LastErr != nil })
+	if st, _ := c.Archive(); st.Written != 1 {
+		t.Errorf("stats: %+v", st)
 	}
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), ".tmp-") {
 			t.Errorf("temporary file left behind: %s", e.Name())
 		}
+	}
+}
+
+// flakySource fails twice, then feeds one segment and waits.
+type flakySource struct{ runs atomic.Int64 }
+
+func (f *flakySource) Run(ctx context.Context, c *Channel) error {
+	if f.runs.Add(1) <= 2 {
+		return errors.New("encoder gone")
+	}
+	if err := c.Publish("v", segment(0, 1000)); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func TestRegistry(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for two supervised restarts (3 s)")
+	}
+	now := time.Unix(1010, 0)
+	h := New()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := newTestChannel(t, &now, nil, "")
+	src := &flakySource{}
+	if err := h.AddChannel(ctx, c, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.AddChannel(ctx, newTestChannel(t, &now, nil, ""), nil); !errors.Is(err, media.ErrBadRequest) {
+		t.Errorf("a second channel of the same name: %v", err)
+	}
+	if got, err := h.Channel("ch"); err != nil || got != c {
+		t.Fatalf("Channel(ch) = %v %v", got, err)
+	}
+	if s, err := h.Stream("ch", true); err != nil || !s.Live() {
+		t.Errorf("Stream(ch, live) = %v %v", s, err)
+	}
+	if _, err := h.Stream("ch", false); !errors.Is(err, media.ErrNotFound) {
+		t.Errorf("Stream(ch, vod): %v", err)
+	}
+	// The supervisor restarts the failing source until it feeds the channel.
+	waitFor(t, func() bool { _, err := c.Segment("v", 0, now); return err == nil })
+	if src.runs.Load() != 3 {
+		t.Errorf("source ran %d times, want 3", src.runs.Load())
+	}
+	sub := c.Subscribe(1)
+	if err := h.RemoveChannel("ch"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := <-sub.C; ok {
+		t.Errorf("subscription still open after the channel was removed")
+	}
+	if _, err := h.Channel("ch"); !errors.Is(err, media.ErrNotFound) {
+		t.Errorf("removed channel still registered: %v", err)
+	}
+	if err := h.RemoveChannel("ch"); !errors.Is(err, media.ErrNotFound) {
+		t.Errorf("removing twice: %v", err)
+	}
+	h.Close()
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 30 s")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -6,13 +6,15 @@ import (
 	"github.com/streambed/streambed/internal/media"
 )
 
-// Event is one chunk handed to a subscriber.
+// Event is one chunk handed to a subscriber, or the end of a segment.
 type Event struct {
 	Track  string
 	Number uint64 // segment number
 	Index  int    // chunk index within the segment
 	Last   bool   // the segment is complete with this chunk
-	Chunk  *media.Chunk
+	// Chunk is nil in an end-only event: the segment's last chunk went out before its
+	// source knew it was the last (an encoder ends a segment by starting the next).
+	Chunk *media.Chunk
 }
 
 // Subscription receives a channel's chunks as they become due. Each subscriber has its
@@ -46,6 +48,12 @@ func (c *Channel) Subscribe(capacity int, tracks ...string) *Subscription {
 		}
 	}
 	c.mu.Lock()
+	if c.ended {
+		c.mu.Unlock()
+		s.stopped = true
+		close(s.ch)
+		return s
+	}
 	c.subs[s] = struct{}{}
 	c.mu.Unlock()
 	return s
@@ -100,6 +108,9 @@ func (s *Subscription) offer(ev Event) {
 		return
 	}
 	if s.skip[ev.Track] {
+		if ev.Chunk == nil {
+			return // the end of a segment being skipped
+		}
 		if !(ev.Index == 0 && ev.Chunk.Keyframe) {
 			s.lost++
 			return

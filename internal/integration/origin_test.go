@@ -33,25 +33,22 @@ func startOrigin(t *testing.T) (base string, asset *hub.Asset) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := looplive.NewChannel(a, looplive.ChannelOptions{Name: "loop", DVRWindow: 30 * time.Second, AvailabilityStart: server.DefaultAvailabilityStart})
-	if err != nil {
-		t.Fatal(err)
-	}
 	h := hub.New()
 	h.AddAsset(a)
-	h.AddChannel(c)
+	ctx, cancel := context.WithCancel(context.Background())
+	if _, err := looplive.AddChannel(ctx, h, a, looplive.ChannelOptions{Name: "loop", DVRWindow: 30 * time.Second, AvailabilityStart: looplive.DefaultAvailabilityStart}); err != nil {
+		t.Fatal(err)
+	}
 	cfg := server.DefaultConfig()
 	cfg.HTTP, cfg.HTTPS = "127.0.0.1:0", ""
-	cfg.Channels = []server.ChannelConfig{{Name: "loop", Loop: "clip"}}
 	srv := server.New(cfg, h, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	ls, err := srv.Listen()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = srv.Serve(ctx, ls); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() { cancel(); <-done; h.Close() })
 	return "http://" + ls.HTTP.Addr().(*net.TCPAddr).String(), a
 }
 

@@ -105,8 +105,8 @@ func (p *Presentation) EffectiveSuggestedPresentationDelay() time.Duration {
 	return 3 * p.SegmentDuration()
 }
 
-// EffectiveTimeShiftBufferDepth is the DVR window that media.Timeline.Window really
-// keeps: whole segments, at least one. Advertising more would send players to
+// EffectiveTimeShiftBufferDepth is the DVR window a channel really keeps: whole
+// segments, at least one. Advertising more would send players to
 // segments the origin answers with 410.
 func (p *Presentation) EffectiveTimeShiftBufferDepth() time.Duration {
 	d := p.SegmentDuration()

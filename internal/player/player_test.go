@@ -15,6 +15,7 @@ import (
 	"github.com/streambed/streambed/internal/media"
 	"github.com/streambed/streambed/internal/player/abr"
 	"github.com/streambed/streambed/internal/player/qoe"
+	"github.com/streambed/streambed/internal/source/looplive"
 )
 
 var t0 = time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -410,7 +411,7 @@ func TestLive(t *testing.T) {
 					if req.Kind != RequestMedia {
 						return nil
 					}
-					tl := media.Timeline{AvailabilityStart: m.AvailabilityStart, SegmentDuration: 2 * time.Second, TimeShiftBufferDepth: 30 * time.Second}
+					tl := looplive.Schedule{Start: m.AvailabilityStart, SegmentDuration: 2 * time.Second, DVRWindow: 30 * time.Second}
 					return tl.Check(req.Number, now.Add(tc.serverSkew))
 				}
 				rep, err := run(t, Config{URL: m.URL, Fetcher: net, Load: staticLoader(m), Clock: clock, Sequential: seq, Duration: 30 * time.Second})
@@ -482,7 +483,7 @@ func TestLiveRetriesNotYet(t *testing.T) {
 			if req.Kind != RequestMedia {
 				return nil
 			}
-			tl := media.Timeline{AvailabilityStart: m.AvailabilityStart.Add(300 * time.Millisecond), SegmentDuration: 2 * time.Second, TimeShiftBufferDepth: time.Minute}
+			tl := looplive.Schedule{Start: m.AvailabilityStart.Add(300 * time.Millisecond), SegmentDuration: 2 * time.Second, DVRWindow: time.Minute}
 			return tl.Check(req.Number, now)
 		}
 		rep, err := run(t, Config{URL: m.URL, Fetcher: net, Load: staticLoader(m), Clock: clock, Sequential: seq, Duration: 20 * time.Second})

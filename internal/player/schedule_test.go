@@ -11,6 +11,7 @@ import (
 
 	"github.com/streambed/streambed/internal/media"
 	"github.com/streambed/streambed/internal/player/abr"
+	"github.com/streambed/streambed/internal/source/looplive"
 )
 
 // span is one request as a recording fetcher saw it, in simulated time.
@@ -209,7 +210,7 @@ func TestConcurrentSessionsAreDeterministic(t *testing.T) {
 				if req.Kind != RequestMedia {
 					return nil
 				}
-				tl := media.Timeline{AvailabilityStart: m.AvailabilityStart.Add(300 * time.Millisecond), SegmentDuration: 2 * time.Second, TimeShiftBufferDepth: 30 * time.Second}
+				tl := looplive.Schedule{Start: m.AvailabilityStart.Add(300 * time.Millisecond), SegmentDuration: 2 * time.Second, DVRWindow: 30 * time.Second}
 				return tl.Check(req.Number, now.Add(skew))
 			}
 			return Config{URL: m.URL, Fetcher: net, Load: staticLoader(m), Clock: clock, Duration: 40 * time.Second}, net

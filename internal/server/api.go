@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/streambed/streambed/internal/hub"
 	"github.com/streambed/streambed/internal/media"
 )
 
@@ -17,8 +18,46 @@ type streamJSON struct {
 	DASH              string        `json:"dash"`
 	DASHTimeline      string        `json:"dash_timeline"`
 	HLS               string        `json:"hls"`
-	WS                string        `json:"ws,omitempty"`
 	Tracks            []media.Track `json:"tracks"`
+	// Transports add their own endpoints of the stream ("ws": its WebSocket push URL).
+	Endpoints map[string]string `json:"-"`
+}
+
+// MarshalJSON flattens the transports' endpoints beside the origin's own keys.
+func (j streamJSON) MarshalJSON() ([]byte, error) {
+	type plain streamJSON
+	b, err := json.Marshal(plain(j))
+	if err != nil || len(j.Endpoints) == 0 {
+		return b, err
+	}
+	extra, err := json.Marshal(j.Endpoints)
+	if err != nil {
+		return nil, err
+	}
+	// {"name":…} + {"ws":…} → {"name":…,"ws":…}
+	return append(append(b[:len(b)-1], ','), extra[1:]...), nil
+}
+
+// Advertise lets a transport list its endpoint of each stream in /api/streams under
+// key: endpoint returns the URL path for a stream, or "" for none.
+func (s *Server) Advertise(key string, endpoint func(st hub.Stream) string) {
+	s.endpoints = append(s.endpoints, advertised{key, endpoint})
+}
+
+type advertised struct {
+	key      string
+	endpoint func(hub.Stream) string
+}
+
+func (s *Server) advertise(j *streamJSON, st hub.Stream) {
+	for _, a := range s.endpoints {
+		if u := a.endpoint(st); u != "" {
+			if j.Endpoints == nil {
+				j.Endpoints = map[string]string{}
+			}
+			j.Endpoints[a.key] = u
+		}
+	}
 }
 
 // tracksJSON copies tracks without their segment lists (which can be long).
@@ -42,9 +81,9 @@ func (s *Server) handleStreams(w http.ResponseWriter, r *http.Request) {
 			SegmentDurationMS: c.Timeline().SegmentDuration.Milliseconds(),
 			DVRWindowMS:       c.Timeline().TimeShiftBufferDepth.Milliseconds(),
 			DASH:              base + "manifest.mpd", DASHTimeline: base + "manifest-timeline.mpd", HLS: base + "master.m3u8",
-			WS:     "/ws/" + info.Name,
 			Tracks: tracksJSON(info.Tracks),
 		})
+		s.advertise(&list[len(list)-1], c)
 	}
 	for _, a := range s.hub.Assets() {
 		info := a.Info()
@@ -52,9 +91,9 @@ func (s *Server) handleStreams(w http.ResponseWriter, r *http.Request) {
 		list = append(list, streamJSON{
 			Name: info.Name, SegmentDurationMS: info.SegmentDuration.Milliseconds(), DurationMS: info.Duration.Milliseconds(),
 			DASH: base + "manifest.mpd", DASHTimeline: base + "manifest-timeline.mpd", HLS: base + "master.m3u8",
-			WS:     "/ws/vod/" + info.Name,
 			Tracks: tracksJSON(info.Tracks),
 		})
+		s.advertise(&list[len(list)-1], a)
 	}
 	if list == nil {
 		list = []streamJSON{}

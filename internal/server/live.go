@@ -51,21 +51,8 @@ func (s *Server) livePresentation(r *http.Request, c *hub.Channel, file string, 
 	if p.Addressing == manifest.Timeline {
 		p.MediaTemplate = manifest.AssetTimeTemplate
 	}
-	if cc := s.channelConfig(info.Name); cc != nil && cc.PresentationDelay > 0 {
-		p.SuggestedPresentationDelay = cc.PresentationDelay
-	} else {
-		p.SuggestedPresentationDelay = 2 * tl.SegmentDuration
-	}
+	p.SuggestedPresentationDelay = c.PresentationDelay()
 	return p, nil
-}
-
-func (s *Server) channelConfig(name string) *ChannelConfig {
-	for i := range s.cfg.Channels {
-		if s.cfg.Channels[i].Name == name {
-			return &s.cfg.Channels[i]
-		}
-	}
-	return nil
 }
 
 // baseURL is the scheme and host the client used, for absolute URLs in manifests.
@@ -111,7 +98,7 @@ func (s *Server) serveLiveManifest(w http.ResponseWriter, r *http.Request, name,
 		writeError(w, err)
 		return
 	}
-	last, ok := c.Timeline().Latest(now)
+	last, ok := c.Latest(now)
 	if !ok {
 		writeError(w, fmt.Errorf("channel %q has no complete segment yet: %w", name, media.ErrNotYet))
 		return
@@ -158,7 +145,11 @@ func (s *Server) handleLiveTrack(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if file == "init.mp4" {
-		b, _ := c.Init(track)
+		b, err := c.Init(track)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
 		s.serveBytes(w, r, b, t.Kind, name+"/"+track, time.Time{})
 		return
 	}
@@ -189,7 +180,7 @@ func (s *Server) handleLiveTrack(w http.ResponseWriter, r *http.Request) {
 	h["Content-Type"] = contentTypeValues[t.Kind == media.Audio]
 	h["Cache-Control"] = []string{s.segmentCache}
 	h["Etag"] = []string{fmt.Sprintf(`"%s-%x-%x-%x"`, track, seg.Number, seg.Start, seg.Len())}
-	mod := c.Timeline().Availability(seg.Number)
+	mod := c.AvailableAt(track, seg.Number)
 	if isPlainGet(r) {
 		// The common case, a whole segment: its chunks written straight out.
 		// ServeContent's range and precondition handling, and the copy through

@@ -170,9 +170,9 @@ func (s *Server) handleVODTrack(w http.ResponseWriter, r *http.Request) {
 	}
 	var path string
 	if sn.byTime {
-		_, path, err = a.SegmentAt(track, sn.time)
+		_, path, err = a.SegmentFileAt(track, sn.time)
 	} else {
-		_, path, err = a.Segment(track, sn.number)
+		_, path, err = a.SegmentFile(track, sn.number)
 	}
 	if err != nil {
 		writeError(w, err)

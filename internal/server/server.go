@@ -33,6 +33,8 @@ type Server struct {
 	manifests sync.Map // cache key → []byte of rendered manifests (see manifestCache)
 
 	middleware []func(http.Handler) http.Handler // transports that wrap the origin (e.g. HTTP/2 push)
+	endpoints  []advertised                      // transports' endpoints listed in /api/streams
+	components []component                       // transports' non-HTTP parts, run while serving
 
 	files        *hub.FileCache // packaged segment files kept open for sendfile
 	segmentCache string         // Cache-Control of segments and inits, formatted once
@@ -77,6 +79,34 @@ func (s *Server) RegisterMetrics(c prometheus.Collector) error { return s.metric
 // Hub is the hub the origin serves.
 func (s *Server) Hub() *hub.Hub { return s.hub }
 
+// DataDir is where the origin and its transports keep generated state.
+func (s *Server) DataDir() string { return s.cfg.DataDir }
+
+// Log is the origin's logger.
+func (s *Server) Log() *slog.Logger { return s.log }
+
+// PageFS is the embedded player page's folder (without index.html when the page is
+// not built into this binary).
+func (s *Server) PageFS() fs.FS {
+	dist, err := fs.Sub(web.Dist, "dist")
+	if err != nil {
+		panic(err) // the embed pattern guarantees dist exists
+	}
+	return dist
+}
+
+// component is a transport's part that is not an HTTP route.
+type component struct {
+	name string
+	run  func(ctx context.Context) error
+}
+
+// Supervise registers a component that Serve runs beside the HTTP servers and stops
+// with them. A component that fails stops the origin, as a failed listener does.
+func (s *Server) Supervise(name string, run func(ctx context.Context) error) {
+	s.components = append(s.components, component{name, run})
+}
+
 // Handler is the whole origin as an http.Handler, with CORS, metrics and logging.
 func (s *Server) Handler() http.Handler {
 	var h http.Handler = s.mux
@@ -105,10 +135,7 @@ func cors(next http.Handler) http.Handler {
 
 // pageHandler serves the embedded browser app.
 func (s *Server) pageHandler() http.Handler {
-	dist, err := fs.Sub(web.Dist, "dist")
-	if err != nil {
-		panic(err) // the embed pattern guarantees dist exists
-	}
+	dist := s.PageFS()
 	if _, err := fs.Stat(dist, "index.html"); err != nil {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -153,7 +180,7 @@ func (s *Server) Listen() (*Listeners, error) {
 // once, requests in flight get up to 5 s to finish.
 func (s *Server) Serve(ctx context.Context, ls *Listeners) error {
 	var servers []*http.Server
-	errc := make(chan error, 2)
+	errc := make(chan error, 2+len(s.components)) // each listener and component fails at most once
 	start := func(srv *http.Server, l net.Listener, useTLS bool) {
 		servers = append(servers, srv)
 		go func() {
@@ -197,15 +224,29 @@ func (s *Server) Serve(ctx context.Context, ls *Listeners) error {
 		srv.Protocols.SetHTTP2(true)
 		start(srv, ls.HTTPS, true)
 	}
+	cctx, stopComponents := context.WithCancel(ctx)
+	defer stopComponents()
+	var wg sync.WaitGroup
+	for _, c := range s.components {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.run(cctx); err != nil && cctx.Err() == nil {
+				errc <- fmt.Errorf("%s: %w", c.name, err)
+			}
+		}()
+	}
 	var err error
 	select {
 	case <-ctx.Done():
 	case err = <-errc:
 	}
+	stopComponents()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, srv := range servers {
 		_ = srv.Shutdown(shutdownCtx)
 	}
+	wg.Wait()
 	return err
 }

@@ -59,10 +59,23 @@ func must(t *testing.T, err error) {
 	}
 }
 
-// fakeGen makes 2 s live segments of fake bytes, timescale 1000.
-type fakeGen struct{}
+// fakeSchedule makes 2 s live segments of fake bytes, timescale 1000, from the
+// epoch, with a 10 s window: a hub.OnDemand source, as a looped asset is.
+type fakeSchedule struct{}
 
-func (fakeGen) Segment(track string, n uint64) (*media.Segment, error) {
+func (fakeSchedule) Window(now time.Time) (uint64, uint64, bool) {
+	el := now.Sub(time.Unix(0, 0))
+	if el < 2*time.Second {
+		return 0, 0, false
+	}
+	last := uint64(el/(2*time.Second)) - 1
+	return max(last, 4) - 4, last, true
+}
+func (fakeSchedule) AvailableAt(n uint64) time.Time { return time.Unix(int64(2*(n+1)), 0) }
+func (fakeSchedule) Number(_ string, start uint64) (uint64, bool) {
+	return start / 2000, start%2000 == 0
+}
+func (fakeSchedule) Segment(track string, n uint64) (*media.Segment, error) {
 	d := uint64(2000)
 	data := []byte(fmt.Sprintf("%s-live-%d", track, n))
 	return &media.Segment{SegmentRef: media.SegmentRef{Number: n, Start: n * d, Duration: d, Size: int64(len(data))},
@@ -87,16 +100,15 @@ func testOrigin(t *testing.T) (*Server, *httptest.Server) {
 		{ID: "a1", Kind: media.Audio, Codec: "mp4a.40.2", Bandwidth: 64000, SampleRate: 48000, Channels: 2, Timescale: 1000},
 	}
 	c, err := hub.NewChannel(hub.ChannelConfig{
-		Info:      &media.Stream{Name: "ch", SegmentDuration: 2 * time.Second, Tracks: tracks},
-		Inits:     map[string][]byte{"v1": []byte("vinit"), "a1": []byte("ainit")},
-		Generator: fakeGen{},
-		Timeline:  media.Timeline{AvailabilityStart: time.Unix(0, 0), SegmentDuration: 2 * time.Second, TimeShiftBufferDepth: 10 * time.Second},
-		Clock:     func() time.Time { return now },
+		Info:     &media.Stream{Name: "ch", SegmentDuration: 2 * time.Second, Tracks: tracks},
+		Inits:    map[string][]byte{"v1": []byte("vinit"), "a1": []byte("ainit")},
+		OnDemand: fakeSchedule{},
+		Timeline: media.Timeline{AvailabilityStart: time.Unix(0, 0), SegmentDuration: 2 * time.Second, TimeShiftBufferDepth: 10 * time.Second},
+		Clock:    func() time.Time { return now },
 	})
 	must(t, err)
-	h.AddChannel(c)
+	must(t, h.AddChannel(context.Background(), c, nil))
 	cfg := DefaultConfig()
-	cfg.Channels = []ChannelConfig{{Name: "ch", Loop: "clip"}}
 	s := New(cfg, h, slog.New(slog.NewTextHandler(io.Discard, nil)), func() time.Time { return now })
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)

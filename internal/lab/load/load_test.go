@@ -29,27 +29,25 @@ func origin(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := looplive.NewChannel(a, looplive.ChannelOptions{Name: "live", DVRWindow: 20 * time.Second, AvailabilityStart: time.Unix(0, 0)})
-	if err != nil {
+	h := hub.New()
+	ctx, cancel := context.WithCancel(context.Background())
+	if _, err := looplive.AddChannel(ctx, h, a, looplive.ChannelOptions{Name: "live", DVRWindow: 20 * time.Second, AvailabilityStart: time.Unix(0, 0)}); err != nil {
 		t.Fatal(err)
 	}
-	h := hub.New()
-	h.AddChannel(c)
 	cfg := server.DefaultConfig()
 	cfg.HTTP, cfg.HTTPS = "127.0.0.1:0", ""
-	cfg.Channels = []server.ChannelConfig{{Name: "live", Loop: "test"}}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := server.New(cfg, h, log, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	wspush.Attach(ctx, srv, cfg, log)
+	if _, err := wspush.Attach(ctx, srv, wspush.Config{}); err != nil {
+		t.Fatal(err)
+	}
 	ls, err := srv.Listen()
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
-	go func() { _ = c.Run(ctx) }()
 	go func() { _ = srv.Serve(ctx, ls); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() { cancel(); <-done; h.Close() })
 	return ls.HTTP.Addr().(*net.TCPAddr).String()
 }
 

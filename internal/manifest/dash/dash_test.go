@@ -189,7 +189,7 @@ func TestLiveNumberMatchesTimeline(t *testing.T) {
 	for _, n := range []uint64{0, 1, 29} {
 		secs := float64((n-*st.StartNumber+1)**st.Duration) / float64(st.Timescale)
 		got := ast2025.Add(time.Duration(secs * float64(time.Second)))
-		if want := tl.Availability(n); !got.Equal(want) {
+		if want := tl.AvailabilityStart.Add(time.Duration(n+1) * tl.SegmentDuration); !got.Equal(want) { // segment n is available when it ends
 			t.Errorf("segment %d: MPD availability %s, timeline %s", n, got, want)
 		}
 	}

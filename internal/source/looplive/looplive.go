@@ -24,7 +24,8 @@ type Options struct {
 	ChunkDuration time.Duration
 }
 
-// Loop is a hub.Generator over an asset held in memory.
+// Loop makes any live segment of an asset held in memory: segment n is asset segment
+// n mod K of loop n div K, retimed.
 type Loop struct {
 	segDur time.Duration
 	tracks map[string]*loopTrack
@@ -124,7 +125,7 @@ func parseRate(s string) float64 {
 	return n / d
 }
 
-// Segment builds live segment n of a track (hub.Generator).
+// Segment builds live segment n of a track.
 func (l *Loop) Segment(trackID string, n uint64) (*media.Segment, error) {
 	lt, ok := l.tracks[trackID]
 	if !ok {

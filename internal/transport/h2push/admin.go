@@ -9,40 +9,27 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"log/slog"
 	"net/http"
 	"path/filepath"
 	"strings"
 
-	"github.com/streambed/streambed/internal/hub"
 	"github.com/streambed/streambed/internal/media"
-	"github.com/streambed/streambed/web"
+	"github.com/streambed/streambed/internal/transport"
 )
 
 //go:embed admin.html
 var adminPage []byte
 
-// Host is what Attach needs of the origin (internal/server.Server).
-type Host interface {
-	Handle(pattern string, h http.Handler)
-	Use(mw func(http.Handler) http.Handler)
-	Hub() *hub.Hub
-}
-
 // Attach wires HTTP/2 push into the origin: the strategies around the pull routes and
-// the rules page with its API at /admin/push. dataDir holds the rules file unless the
-// configuration names one.
-func Attach(_ context.Context, h Host, cfg Config, dataDir string, log *slog.Logger) (*Pusher, error) {
+// the rules page with its API at /admin/push. The origin's data folder holds the rules
+// file unless the configuration names one.
+func Attach(_ context.Context, h transport.Host, cfg Config) (*Pusher, error) {
 	path := cfg.Rules
 	if path == "" {
-		path = filepath.Join(dataDir, "h2push", "rules.json")
+		path = filepath.Join(h.DataDir(), "h2push", "rules.json")
 	}
-	page, err := fs.Sub(web.Dist, "dist")
-	if err != nil {
-		page = nil
-	}
-	p, err := New(Options{Hub: h.Hub(), Config: cfg, RulesPath: path, PageFS: page, Log: log})
+	log := h.Log().With("transport", "h2push")
+	p, err := New(Options{Hub: h.Hub(), Config: cfg, RulesPath: path, PageFS: h.PageFS(), Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("h2push: %w", err)
 	}

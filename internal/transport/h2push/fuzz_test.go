@@ -2,6 +2,7 @@ package h2push
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -43,7 +44,9 @@ func fuzzPusher(t testing.TB) *Pusher {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.AddChannel(c)
+	if err := h.AddChannel(context.Background(), c, nil); err != nil {
+		t.Fatal(err)
+	}
 	page := fstest.MapFS{
 		"index.html":      {Data: []byte(`<!doctype html><link rel="stylesheet" href="app.css?v=1"><script src="app.js?v=1"></script><img src="img/logo.png">`)},
 		"app.css":         {Data: []byte("body{}")},

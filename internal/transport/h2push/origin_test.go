@@ -50,21 +50,20 @@ func startOrigin(t *testing.T, cfg h2push.Config, rulesPath string) *origin {
 	a, dir := testAsset(t)
 	h := hub.New()
 	h.AddAsset(a)
-	c, err := looplive.NewChannel(a, looplive.ChannelOptions{Name: "loop", DVRWindow: 20 * time.Second, AvailabilityStart: server.DefaultAvailabilityStart})
-	if err != nil {
+	hctx, stopHub := context.WithCancel(context.Background())
+	t.Cleanup(func() { stopHub(); h.Close() })
+	if _, err := looplive.AddChannel(hctx, h, a, looplive.ChannelOptions{Name: "loop", DVRWindow: 20 * time.Second, AvailabilityStart: looplive.DefaultAvailabilityStart}); err != nil {
 		t.Fatal(err)
 	}
-	h.AddChannel(c)
 	scfg := server.DefaultConfig()
 	scfg.HTTP, scfg.HTTPS, scfg.DataDir = "127.0.0.1:0", "127.0.0.1:0", t.TempDir()
-	scfg.Channels = []server.ChannelConfig{{Name: "loop", Loop: "test"}}
 	cfg.Rules = rulesPath
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() && os.Getenv("H2PUSH_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	srv := server.New(scfg, h, log, nil)
-	p, err := h2push.Attach(context.Background(), srv, cfg, scfg.DataDir, log)
+	p, err := h2push.Attach(context.Background(), srv, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +111,7 @@ func (o *origin) file(t *testing.T, path string) []byte {
 		}
 		return b
 	case h2push.KindSegment:
-		_, p, err := o.asset.Segment(res.Track, res.Number)
+		_, p, err := o.asset.SegmentFile(res.Track, res.Number)
 		if err != nil {
 			t.Fatal(err)
 		}

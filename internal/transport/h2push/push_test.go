@@ -14,8 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/streambed/streambed/internal/media"
-	"github.com/streambed/streambed/internal/server"
+	"github.com/streambed/streambed/internal/source/looplive"
 	"github.com/streambed/streambed/internal/transport/h2push"
 )
 
@@ -324,8 +323,11 @@ func TestLiveKPushWaitsForSegments(t *testing.T) {
 		t.Skip("waits for a live segment")
 	}
 	o := startOrigin(t, h2push.Config{}, "")
-	tl := media.Timeline{AvailabilityStart: server.DefaultAvailabilityStart, SegmentDuration: 2 * time.Second}
-	n, _ := tl.Latest(time.Now())
+	// The looped channel's schedule: segment n completes at anchor + (n+1)·2 s.
+	avail := func(n uint64) time.Time {
+		return looplive.DefaultAvailabilityStart.Add(time.Duration(n+1) * 2 * time.Second)
+	}
+	n := uint64(time.Since(looplive.DefaultAvailabilityStart)/(2*time.Second)) - 1
 	c := h2push.NewClient(h2push.ClientOptions{})
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -343,7 +345,7 @@ func TestLiveKPushWaitsForSegments(t *testing.T) {
 	if p[0].Err() != nil || p[0].Status != 200 {
 		t.Fatalf("push: %v, status %d", p[0].Err(), p[0].Status)
 	}
-	if due := tl.Availability(n + 1); p[0].Start.Before(due) {
+	if due := avail(n + 1); p[0].Start.Before(due) {
 		t.Errorf("segment %d pushed at %v, before it was available at %v", n+1, p[0].Start, due)
 	}
 }

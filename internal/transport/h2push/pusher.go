@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -315,18 +314,25 @@ func (p *Pusher) pageStream(q map[string][]string) Resource {
 
 // view describes the stream of res for PushSet.
 func (p *Pusher) view(res Resource, byTime bool) (*StreamView, error) {
-	if res.Live {
-		c, err := p.hub.Channel(res.Stream)
-		if err != nil {
-			return nil, err
-		}
-		return &StreamView{Base: res.Base(), Info: c.Info(), Live: true, ByTime: byTime, Timeline: c.Timeline(), Now: c.Now()}, nil
-	}
-	a, err := p.hub.Asset(res.Stream)
+	st, err := p.hub.Stream(res.Stream, res.Live)
 	if err != nil {
 		return nil, err
 	}
-	return &StreamView{Base: res.Base(), Info: a.Info(), ByTime: byTime}, nil
+	v := &StreamView{Base: res.Base(), Info: st.Info(), Live: st.Live(), ByTime: byTime}
+	if c, ok := st.(*hub.Channel); ok {
+		tl := c.Timeline()
+		v.Latest, v.HasLatest = c.Latest(c.Now())
+		v.SegmentDuration, v.DVRWindow = tl.SegmentDuration, tl.TimeShiftBufferDepth
+	}
+	return v, nil
+}
+
+// nowOf is the clock a stream is read at: a channel's own (tests pin it).
+func nowOf(st hub.Stream) time.Time {
+	if c, ok := st.(*hub.Channel); ok {
+		return c.Now()
+	}
+	return time.Now()
 }
 
 // segmentNumber resolves the number of a segment request (also one named by time).
@@ -334,22 +340,11 @@ func (p *Pusher) segmentNumber(res Resource) (uint64, bool) {
 	if !res.ByTime {
 		return res.Number, true
 	}
-	if res.Live {
-		c, err := p.hub.Channel(res.Stream)
-		if err != nil {
-			return 0, false
-		}
-		s, err := c.SegmentAt(res.Track, res.Time, c.Now())
-		if err != nil {
-			return 0, false
-		}
-		return s.Number, true
-	}
-	a, err := p.hub.Asset(res.Stream)
+	st, err := p.hub.Stream(res.Stream, res.Live)
 	if err != nil {
 		return 0, false
 	}
-	ref, _, err := a.SegmentAt(res.Track, res.Time)
+	ref, err := st.RefAt(res.Track, res.Time, nowOf(st))
 	if err != nil {
 		return 0, false
 	}
@@ -553,16 +548,14 @@ func (p *Pusher) servePushed(w http.ResponseWriter, r *http.Request, next http.H
 		seq = 0
 	}
 	res := ParsePath(strings.SplitN(r.URL.Path, "?", 2)[0])
-	prio, avail := p.pushTiming(res)
+	prio := p.pushPriority(res)
 	fail := func() {
 		p.st.cancelled.Add(1)
 		p.unmark(key, []Push{{Path: r.URL.RequestURI()}})
 	}
-	if !avail.IsZero() {
-		if err := sleepUntil(ctx, avail, p.clockOf(res)); err != nil {
-			fail()
-			return
-		}
+	if err := p.awaitLive(ctx, res); err != nil {
+		fail()
+		return
 	}
 	release, err := cs.acquire(ctx, prio, seq)
 	if err != nil {
@@ -586,70 +579,46 @@ func (p *Pusher) servePushed(w http.ResponseWriter, r *http.Request, next http.H
 	p.st.bytes.Add(pw.n)
 }
 
-// pushTiming is the priority of a promised resource and, for a live segment, when it
-// becomes available.
-func (p *Pusher) pushTiming(res Resource) (prio float64, avail time.Time) {
+// pushPriority orders promised responses: a segment by its media time in seconds
+// (a live segment not yet there by its number times the nominal duration, which is
+// its start on a looped channel), everything else first.
+func (p *Pusher) pushPriority(res Resource) float64 {
 	if res.Kind != KindSegment {
-		return -1, time.Time{}
+		return -1
 	}
-	if res.Live {
-		c, err := p.hub.Channel(res.Stream)
-		if err != nil {
-			return 0, time.Time{}
-		}
-		tl := c.Timeline()
-		n := res.Number
-		if res.ByTime {
-			if t, err := c.Info().Track(res.Track); err == nil {
-				n = uint64(t.Duration(res.Time) / tl.SegmentDuration)
-			}
-		}
-		return float64(n) * tl.SegmentDuration.Seconds(), tl.Availability(n)
-	}
-	a, err := p.hub.Asset(res.Stream)
+	st, err := p.hub.Stream(res.Stream, res.Live)
 	if err != nil {
-		return 0, time.Time{}
+		return 0
 	}
-	t, err := a.Info().Track(res.Track)
+	t, err := st.Info().Track(res.Track)
 	if err != nil {
-		return 0, time.Time{}
+		return 0
 	}
 	if res.ByTime {
-		return float64(res.Time) / float64(t.Timescale), time.Time{}
+		return float64(res.Time) / float64(t.Timescale)
 	}
-	ref, _, err := a.Segment(res.Track, res.Number)
-	if err != nil {
-		return 0, time.Time{}
+	if ref, err := st.Ref(res.Track, res.Number, nowOf(st)); err == nil {
+		return float64(ref.Start) / float64(t.Timescale)
 	}
-	return float64(ref.Start) / float64(t.Timescale), time.Time{}
-}
-
-func (p *Pusher) clockOf(res Resource) func() time.Time {
-	if c, err := p.hub.Channel(res.Stream); err == nil {
-		return c.Now
-	}
-	return time.Now
+	return float64(res.Number) * st.Info().SegmentDuration.Seconds()
 }
 
 // maxLiveWait bounds how long a promised live segment waits to become available.
 const maxLiveWait = 10 * time.Minute
 
-func sleepUntil(ctx context.Context, t time.Time, now func() time.Time) error {
-	d := t.Sub(now())
-	if d <= 0 {
+// awaitLive holds a promised live segment's response until the segment is stored.
+func (p *Pusher) awaitLive(ctx context.Context, res Resource) error {
+	if res.Kind != KindSegment || !res.Live || res.ByTime {
 		return nil
 	}
-	if d > maxLiveWait {
-		return fmt.Errorf("segment available in %v: too far ahead", d)
+	c, err := p.hub.Channel(res.Stream)
+	if err != nil {
+		return err
 	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	ctx, cancel := context.WithTimeout(ctx, maxLiveWait)
+	defer cancel()
+	_, err = c.Await(ctx, res.Track, res.Number)
+	return err
 }
 
 // pushWriter is the ResponseWriter of a promised response: it pauses between writes

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Rules are the push rules the admin page edits: per target (the player page, an
@@ -154,9 +155,9 @@ func (p *Pusher) checkStreamPath(path, base string) error {
 	if res.Kind == KindSegment {
 		var err error
 		if res.ByTime {
-			_, _, err = a.SegmentAt(res.Track, res.Time)
+			_, err = a.RefAt(res.Track, res.Time, time.Time{})
 		} else {
-			_, _, err = a.Segment(res.Track, res.Number)
+			_, err = a.Ref(res.Track, res.Number, time.Time{})
 		}
 		if err != nil {
 			return fmt.Errorf("%q: no such segment file in asset %q", path, res.Stream)

@@ -80,9 +80,13 @@ type StreamView struct {
 	// ByTime names segments $Time$ ("t{time}.m4s", the SegmentTimeline MPDs) instead of
 	// $Number$, so pushed URLs are the ones the client will look for.
 	ByTime bool
-	// Live only: the channel's timeline and clock at the request.
-	Timeline media.Timeline
-	Now      time.Time
+	// Live only, at the request: the newest segment complete in every track
+	// (HasLatest false before there is one), the nominal segment duration and the
+	// DVR window.
+	Latest          uint64
+	HasLatest       bool
+	SegmentDuration time.Duration
+	DVRWindow       time.Duration
 }
 
 // Push is one resource to promise.
@@ -94,8 +98,6 @@ type Push struct {
 	// Prio orders the promised responses on the connection: media time in seconds for
 	// segments; manifests, page assets and inits go first (−1).
 	Prio float64
-	// Available is when a live segment exists; the push waits for it (zero: now).
-	Available time.Time
 }
 
 // liveWindowCap bounds how many future live segments "all" and "audio" promise.
@@ -253,7 +255,7 @@ func (v *StreamView) inits(groups ...[]*media.Track) []Push {
 // durations behind the live edge, the origin's default presentation delay).
 func (v *StreamView) firstNumber() (uint64, bool) {
 	if v.Live {
-		last, ok := v.Timeline.Latest(v.Now)
+		last, ok := v.Latest, v.HasLatest
 		if !ok {
 			return 0, false
 		}
@@ -275,8 +277,8 @@ func (v *StreamView) firstNumber() (uint64, bool) {
 func (v *StreamView) lastNumber(from uint64) uint64 {
 	if v.Live {
 		w := uint64(1)
-		if d := v.Timeline.SegmentDuration; d > 0 {
-			w = uint64(v.Timeline.TimeShiftBufferDepth / d)
+		if d := v.SegmentDuration; d > 0 {
+			w = uint64(v.DVRWindow / d)
 		}
 		w = min(max(w, 1), liveWindowCap)
 		return from + w - 1
@@ -301,11 +303,12 @@ func (v *StreamView) segments(t *media.Track, from, to uint64) []Push {
 		if v.ByTime {
 			return nil // live $Time$ names of future audio segments are not known in advance
 		}
-		d := v.Timeline.SegmentDuration
+		// A future segment's promised response waits for it (Pusher.servePushed).
+		d := v.SegmentDuration
 		for n := from; n <= to; n++ {
 			out = append(out, Push{
 				Path: v.Base + t.ID + "/" + strconv.FormatUint(n, 10) + ".m4s", Kind: KindSegment, Track: t.ID, Number: n,
-				Prio: float64(n) * d.Seconds(), Available: v.Timeline.Availability(n),
+				Prio: float64(n) * d.Seconds(),
 			})
 		}
 		return out

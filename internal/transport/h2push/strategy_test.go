@@ -127,18 +127,16 @@ func TestPushSetLive(t *testing.T) {
 	for _, tr := range info.Tracks {
 		tr.Segments = nil
 	}
-	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	tl := media.Timeline{AvailabilityStart: start, SegmentDuration: 2 * time.Second, TimeShiftBufferDepth: 6 * time.Second}
-	now := start.Add(101 * time.Second) // segment 49 is the newest complete one
-	v := &StreamView{Base: "/live/clip/", Info: info, Live: true, Timeline: tl, Now: now}
+	// Segment 49 is the newest complete one; 2 s segments, a 6 s window.
+	v := &StreamView{Base: "/live/clip/", Info: info, Live: true, Latest: 49, HasLatest: true, SegmentDuration: 2 * time.Second, DVRWindow: 6 * time.Second}
 	livePaths := func(ps []Push) string { return strings.ReplaceAll(paths(ps), "/live/clip/", "") }
 
 	got := PushSet(Strategy{Mode: KPush, K: 3}, v, Resource{Kind: KindSegment, Live: true, Track: "v400", Number: 50})
 	if want := "v400/51.m4s v400/52.m4s"; livePaths(got) != want {
 		t.Fatalf("k3 live: %s, want %s", livePaths(got), want)
 	}
-	if !got[0].Available.Equal(tl.Availability(51)) {
-		t.Errorf("a future live segment waits until %v, want %v", got[0].Available, tl.Availability(51))
+	if got[0].Prio != 102 {
+		t.Errorf("segment 51 has priority %v, want its start, 102 s", got[0].Prio)
 	}
 	got = PushSet(Strategy{Mode: InitFirst}, v, Resource{Kind: KindManifest, Live: true, File: "manifest.mpd"})
 	if want := "a128/init.mp4 v400/init.mp4 v800/init.mp4 v1500/init.mp4 a128/48.m4s v800/48.m4s"; livePaths(got) != want {

@@ -17,6 +17,7 @@ import (
 	"github.com/streambed/streambed/internal/player"
 	"github.com/streambed/streambed/internal/player/abr"
 	"github.com/streambed/streambed/internal/player/dash"
+	"github.com/streambed/streambed/internal/source/looplive"
 )
 
 // origin is a tiny stand-in for the real origin's URL contract:
@@ -118,7 +119,7 @@ func (o *origin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if parts[0] == "live" {
-			tl := media.Timeline{AvailabilityStart: o.ast, SegmentDuration: o.segDur, TimeShiftBufferDepth: 10 * time.Second}
+			tl := looplive.Schedule{Start: o.ast, SegmentDuration: o.segDur, DVRWindow: 10 * time.Second}
 			switch err := tl.Check(n, o.now()); {
 			case errors.Is(err, media.ErrGone):
 				http.Error(w, err.Error(), http.StatusGone)

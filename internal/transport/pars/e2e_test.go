@@ -32,7 +32,6 @@ func realOrigin(t *testing.T) (*httptest.Server, *hub.Asset) {
 	h := hub.New()
 	h.AddAsset(a)
 	cfg := server.DefaultConfig()
-	cfg.Demo = false
 	srv := server.New(cfg, h, slog.New(slog.DiscardHandler), nil)
 	srv.Handle(IndexPattern, IndexHandler(h))
 	s := httptest.NewServer(srv.Handler())

@@ -107,7 +107,7 @@ func buildIndex(a *hub.Asset, track string) ([]byte, error) {
 	for _, s := range t.Segments {
 		size := s.Size
 		if size <= 0 {
-			_, p, err := a.Segment(track, s.Number)
+			_, p, err := a.SegmentFile(track, s.Number)
 			if err != nil {
 				return nil, err
 			}

@@ -58,14 +58,13 @@ func newOriginWith(t testing.TB, src string, chunk time.Duration, opts Options) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := looplive.NewChannel(a, looplive.ChannelOptions{Name: "live", ChunkDuration: chunk, DVRWindow: 20 * time.Second, AvailabilityStart: time.Unix(0, 0)})
+	h := hub.New()
+	h.AddAsset(a)
+	ctx, cancel := context.WithCancel(context.Background())
+	c, err := looplive.AddChannel(ctx, h, a, looplive.ChannelOptions{Name: "live", ChunkDuration: chunk, DVRWindow: 20 * time.Second, AvailabilityStart: time.Unix(0, 0)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := hub.New()
-	h.AddAsset(a)
-	h.AddChannel(c)
-	ctx, cancel := context.WithCancel(context.Background())
 	o := &origin{hub: h, channel: c, asset: a, cancel: cancel}
 	opts.OnSessionEnd = func(s SessionStats) {
 		o.mu.Lock()
@@ -80,13 +79,11 @@ func newOriginWith(t testing.TB, src string, chunk time.Duration, opts Options) 
 	mux.Handle("GET /ws/{channel}", o.handler)
 	mux.Handle("GET /ws/vod/{asset}", o.handler)
 	o.srv = httptest.NewServer(mux)
-	runDone := make(chan struct{})
-	go func() { _ = c.Run(ctx); close(runDone) }()
 	t.Cleanup(func() {
 		cancel()
 		o.srv.CloseClientConnections()
 		o.srv.Close()
-		<-runDone
+		h.Close()
 	})
 	return o
 }

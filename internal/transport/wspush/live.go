@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/streambed/streambed/internal/hub"
@@ -28,30 +27,26 @@ func (s *session) ticker() (<-chan time.Time, func()) {
 func (s *session) feedChannel(ctx context.Context, c *hub.Channel) error {
 	tl := c.Timeline()
 	now := c.Now()
-	live := tl.NumberAt(now)
+	ref := s.ladder[s.rung]
+	latest, complete := c.Latest(now)
+	live := uint64(0) // the segment in progress
+	if complete {
+		live = latest + 1
+	}
 	n := live
 	if s.start.At.Position {
 		pos := s.start.At.Seconds
 		if pos < 0 {
 			pos += now.Sub(tl.AvailabilityStart).Seconds()
 		}
-		k := uint64(0)
-		if pos > 0 {
-			k = uint64(math.Floor(pos/tl.SegmentDuration.Seconds() + 1e-6))
-		}
-		if first, _, ok := tl.Window(now); ok && k < first {
-			k = first
-		}
-		n = min(k, live)
-	} else if !s.keyframeOut(c, live, now) && live > 0 {
+		n = segmentAt(c, ref, pos, now, live)
+	} else if complete && !keyframeOut(c, ref, live) {
 		// The latest keyframe out is the newest complete segment's (with one chunk per
 		// segment nothing of the segment in progress is out until it completes).
-		if first, _, ok := tl.Window(now); ok && live-1 >= first {
-			n = live - 1
-		}
+		n = latest
 	}
 	s.base = n
-	if err := s.ready(time.Duration(n)*tl.SegmentDuration, true, tl.AvailabilityStart, 0); err != nil {
+	if err := s.ready(startOf(c, ref, n, now), true, tl.AvailabilityStart, 0); err != nil {
 		return err
 	}
 	if n < live {
@@ -63,43 +58,80 @@ func (s *session) feedChannel(ctx context.Context, c *hub.Channel) error {
 	return s.followChannel(ctx, c, n)
 }
 
-// keyframeOut says whether the first chunk of segment n (in progress) is out at now.
-func (s *session) keyframeOut(c *hub.Channel, n uint64, now time.Time) bool {
-	tl := c.Timeline()
-	t := s.ladder[s.rung]
-	seg, err := c.Segment(t.ID, n, tl.Availability(n))
-	if err != nil || len(seg.Chunks) == 0 {
-		return false
+// segmentAt is the segment of track t that holds media position pos (seconds from
+// the channel's availability start) in the window at now: the first when pos is
+// older, live when pos is at or past the newest segment's end.
+func segmentAt(c *hub.Channel, t *media.Track, pos float64, now time.Time, live uint64) uint64 {
+	w, err := c.Window(now)
+	refs := w[t.ID]
+	if err != nil || len(refs) == 0 {
+		return live
 	}
-	if len(seg.Chunks) == 1 {
-		return !tl.Availability(n).After(now)
+	at := uint64(max(pos, 0)*float64(t.Timescale) + 0.5)
+	if at >= refs[len(refs)-1].End() {
+		return live
 	}
-	segStart := tl.AvailabilityStart.Add(time.Duration(n) * tl.SegmentDuration)
-	return !segStart.Add(t.Duration(seg.Chunks[0].Duration)).After(now)
+	k := 0
+	for k+1 < len(refs) && refs[k+1].Start <= at {
+		k++
+	}
+	return refs[k].Number
+}
+
+// startOf is where segment n of track t starts, as a duration after the channel's
+// availability start: from the stored segment, or for one not yet begun, where the
+// newest complete one ends.
+func startOf(c *hub.Channel, t *media.Track, n uint64, now time.Time) time.Duration {
+	if seg, _, err := c.Partial(t.ID, n); err == nil {
+		return t.Duration(seg.Start)
+	}
+	if n > 0 {
+		if prev, err := c.Ref(t.ID, n-1, now); err == nil {
+			return t.Duration(prev.End())
+		}
+	}
+	return time.Duration(n) * c.Timeline().SegmentDuration
+}
+
+// keyframeOut says whether the first chunk (a keyframe) of segment n is stored.
+func keyframeOut(c *hub.Channel, t *media.Track, n uint64) bool {
+	_, _, err := c.Partial(t.ID, n)
+	return err == nil
 }
 
 // walkChannel sends completed segments from n on, paced at most Lead ahead of real
-// time, and returns the first segment that is not complete yet.
+// time by their media durations, and returns the first segment that is not complete
+// yet.
 func (s *session) walkChannel(ctx context.Context, c *hub.Channel, n uint64) (uint64, error) {
-	tl := c.Timeline()
-	t0, n0 := c.Now(), n
+	t0 := c.Now()
+	ref := s.ladder[0]
+	var sent time.Duration // media time sent since t0
 	tick, stop := s.ticker()
 	defer stop()
 	for {
 		now := c.Now()
-		last, ok := tl.Latest(now)
-		if !ok || n > last {
+		latest, ok := c.Latest(now)
+		if !ok || n > latest {
 			return n, nil
 		}
-		if first, _, _ := tl.Window(now); n < first {
+		seg, err := c.Ref(ref.ID, n, now)
+		if errors.Is(err, media.ErrGone) {
 			s.beginSkip("left the DVR window", false)
-			n = first
+			w, _ := c.Window(now)
+			if refs := w[ref.ID]; len(refs) > 0 {
+				n = refs[0].Number
+			} else {
+				n = latest
+			}
 			if err := s.endSkip(n, now); err != nil {
 				return 0, err
 			}
+			continue
 		}
-		due := t0.Add(time.Duration(n-n0)*tl.SegmentDuration - s.opts.Lead)
-		if err := s.pace(ctx, due, c.Now, tick); err != nil {
+		if err != nil {
+			return 0, err
+		}
+		if err := s.pace(ctx, t0.Add(sent-s.opts.Lead), c.Now, tick); err != nil {
 			return 0, err
 		}
 		if _, err := s.holdWhileDraining(ctx, n, c.Now, tick); err != nil {
@@ -117,6 +149,7 @@ func (s *session) walkChannel(ctx context.Context, c *hub.Channel, n uint64) (ui
 				s.pushChunk(t, n, i, i == len(seg.Chunks)-1, ch)
 			}
 		}
+		sent += ref.Duration(seg.Duration)
 		n++
 	}
 }
@@ -209,34 +242,22 @@ func (s *session) followChannel(ctx context.Context, c *hub.Channel, n uint64) e
 	}
 	sub := c.Subscribe(s.opts.SubscriptionCapacity, ids...)
 	defer sub.Stop()
-	tl := c.Timeline()
 	now := c.Now()
 	f := &follower{s: s, seg: n, next: map[string]int{}}
 	if err := f.begin(n, now); err != nil {
 		return err
 	}
-	if !f.hold && n == tl.NumberAt(now) {
-		// Catch up to the live edge within n: the chunks due by now, as Run computes
-		// their due times. Pinning the clock at n's end lets an in-progress segment
-		// be read; a channel fed by ingest has none, and starts at the next keyframe.
-		segStart := tl.AvailabilityStart.Add(time.Duration(n) * tl.SegmentDuration)
+	if latest, ok := c.Latest(now); !f.hold && (!ok || n == latest+1) {
+		// Catch up to the live edge within n: the chunks of the segment in progress
+		// stored so far. Later ones come from the subscription (taken out first, so
+		// none falls between); the follower drops what it has sent already.
 		for _, t := range s.tracksNow() {
-			seg, err := c.Segment(t.ID, n, tl.Availability(n))
+			seg, complete, err := c.Partial(t.ID, n)
 			if err != nil {
-				s.beginSkip("no keyframe in the window yet", false)
-				break
+				continue // nothing of it stored yet: all of it comes by the subscription
 			}
-			var off uint64
 			for i, ch := range seg.Chunks {
-				off += ch.Duration
-				due := segStart.Add(t.Duration(off))
-				if i == len(seg.Chunks)-1 {
-					due = tl.Availability(n)
-				}
-				if due.After(now) {
-					break
-				}
-				s.pushChunk(t, n, i, i == len(seg.Chunks)-1, ch)
+				s.pushChunk(t, n, i, complete && i == len(seg.Chunks)-1, ch)
 				f.next[t.ID] = i + 1
 			}
 		}
@@ -311,6 +332,12 @@ func (f *follower) event(ev hub.Event, now time.Time) error {
 	}
 	if f.hold || s.skipping {
 		s.lost++
+		return nil
+	}
+	if ev.Chunk == nil {
+		// The segment ended after its last chunk went out: the wire marks a
+		// segment's end on its last chunk only, and the next segment's first chunk
+		// (start flag) tells the client as much.
 		return nil
 	}
 	want := f.next[ev.Track]

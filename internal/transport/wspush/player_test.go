@@ -21,11 +21,12 @@ func startServer(t *testing.T, o *origin) string {
 	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.HTTP, cfg.HTTPS = "127.0.0.1:0", ""
-	cfg.Channels = []server.ChannelConfig{{Name: "live", Loop: "test", WSPolicy: PolicyBuffer}}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := server.New(cfg, o.hub, log, nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	Attach(ctx, srv, cfg, log)
+	if _, err := Attach(ctx, srv, Config{Channels: map[string]string{"live": PolicyBuffer}}); err != nil {
+		t.Fatal(err)
+	}
 	ls, err := srv.Listen()
 	if err != nil {
 		t.Fatal(err)

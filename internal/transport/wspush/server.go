@@ -17,7 +17,7 @@ import (
 
 	"github.com/streambed/streambed/internal/hub"
 	"github.com/streambed/streambed/internal/media"
-	"github.com/streambed/streambed/internal/server"
+	"github.com/streambed/streambed/internal/transport"
 )
 
 // Options tune the server side. The zero value is ready to use.
@@ -117,32 +117,36 @@ func NewHandler(ctx context.Context, h *hub.Hub, opts Options) (*Handler, error)
 	return hd, nil
 }
 
-// Attach registers the WebSocket push routes on srv: GET /ws/{channel} and
-// GET /ws/vod/{asset}, with each channel's policy from its configuration (ws_policy).
-// A channel naming an unknown policy is logged as an error and gets the default.
-func Attach(ctx context.Context, srv *server.Server, cfg server.Config, log *slog.Logger) {
-	log = log.With("transport", "wspush")
-	opts := Options{Logger: log, Channels: map[string]string{}}
-	for _, c := range cfg.Channels {
-		if c.WSPolicy == "" {
-			continue
-		}
-		if _, err := NewPolicy(c.WSPolicy); err != nil {
-			log.Error("ignoring ws_policy; sessions use the default policy", "channel", c.Name, "err", err, "default", PolicyTCP)
-			continue
-		}
-		opts.Channels[c.Name] = c.WSPolicy
-	}
-	h, err := NewHandler(ctx, srv.Hub(), opts)
+// Config is WebSocket push's part of the serve configuration.
+type Config struct {
+	// Policy is the default adaptation policy: tcp (default), buffer or fixed.
+	Policy string `yaml:"policy"`
+	// Channels maps a channel (or asset) name to its own policy (a channel's
+	// ws_policy in the serve configuration).
+	Channels map[string]string `yaml:"channels"`
+}
+
+// Attach registers the WebSocket push routes on the origin, GET /ws/{channel} and
+// GET /ws/vod/{asset}, lists them in /api/streams ("ws") and adds the sessions'
+// counters to /metrics. A policy name it does not know is an error.
+func Attach(ctx context.Context, host transport.Host, cfg Config) (*Handler, error) {
+	opts := Options{Policy: cfg.Policy, Channels: cfg.Channels, Logger: host.Log().With("transport", "wspush")}
+	h, err := NewHandler(ctx, host.Hub(), opts)
 	if err != nil {
-		log.Error("WebSocket push is off", "err", err) // unreachable: the options were checked
-		return
+		return nil, err
 	}
-	if err := srv.RegisterMetrics(h); err != nil {
-		log.Warn("WebSocket push metrics are not on /metrics", "err", err)
+	if err := host.RegisterMetrics(h); err != nil {
+		opts.Logger.Warn("WebSocket push metrics are not on /metrics", "err", err)
 	}
-	srv.Handle("GET /ws/{channel}", h)
-	srv.Handle("GET /ws/vod/{asset}", h)
+	host.Handle("GET /ws/{channel}", h)
+	host.Handle("GET /ws/vod/{asset}", h)
+	host.Advertise("ws", func(st hub.Stream) string {
+		if st.Live() {
+			return "/ws/" + st.Info().Name
+		}
+		return "/ws/vod/" + st.Info().Name
+	})
+	return h, nil
 }
 
 // Active is the number of sessions streaming now.
@@ -169,14 +173,14 @@ func (h *Handler) shutdown() {
 
 // ServeHTTP answers 404 before the upgrade for an unknown stream, then runs a session.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var src source
+	var src hub.Stream
 	if name := r.PathValue("asset"); name != "" {
 		a, err := h.hub.Asset(name)
 		if err != nil {
 			httpError(w, http.StatusNotFound, err)
 			return
 		}
-		src = &assetSource{a: a}
+		src = a
 	} else {
 		name := r.PathValue("channel")
 		c, err := h.hub.Channel(name)
@@ -184,7 +188,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			httpError(w, http.StatusNotFound, err)
 			return
 		}
-		src = &channelSource{c: c}
+		src = c
 	}
 	hw := &hijackRecorder{ResponseWriter: w}
 	conn, err := websocket.Accept(hw, r, &websocket.AcceptOptions{

@@ -25,7 +25,8 @@ func TestLiveStartsAtLatestKeyframe(t *testing.T) {
 	o := newOrigin(t, 40*time.Millisecond, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	before := o.channel.Timeline().NumberAt(time.Now())
+	latest, _ := o.channel.Latest(time.Now())
+	before := latest + 1 // the segment in progress
 	c, err := Dial(ctx, o.wsURL("/ws/live"), DialOptions{Start: Start{Policy: PolicyFixed, Tracks: []string{"v180", "a64"}}})
 	if err != nil {
 		t.Fatal(err)

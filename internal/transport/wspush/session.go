@@ -20,24 +20,6 @@ import (
 	"github.com/streambed/streambed/internal/media"
 )
 
-// source is what a session streams: a live channel or an on-demand asset.
-type source interface {
-	info() *media.Stream
-	init(track string) ([]byte, error)
-}
-
-type channelSource struct{ c *hub.Channel }
-
-func (s *channelSource) info() *media.Stream { return s.c.Info() }
-
-func (s *channelSource) init(track string) ([]byte, error) { return s.c.Init(track) }
-
-type assetSource struct{ a *hub.Asset }
-
-func (s *assetSource) info() *media.Stream { return s.a.Info() }
-
-func (s *assetSource) init(track string) ([]byte, error) { return s.a.Init(track) }
-
 // SessionStats is what one session sent, counted as it was written.
 type SessionStats struct {
 	Stream   string
@@ -71,7 +53,7 @@ type session struct {
 	conn *websocket.Conn
 	net  net.Conn        // the hijacked connection (nil if unknown)
 	raw  syscall.RawConn // its socket, for TCP_INFO (nil if not TCP)
-	src  source
+	src  hub.Stream      // a live channel or an on-demand asset
 	log  *slog.Logger
 	q    *outQueue
 
@@ -105,9 +87,9 @@ type session struct {
 	st SessionStats // writer counters; switches and skips by the feeder
 }
 
-func newSession(h *Handler, conn *websocket.Conn, nc net.Conn, src source) *session {
+func newSession(h *Handler, conn *websocket.Conn, nc net.Conn, src hub.Stream) *session {
 	s := &session{h: h, opts: &h.opts, conn: conn, net: nc, src: src, q: newOutQueue(), closed: make(chan struct{}), first: true}
-	s.log = h.opts.Logger.With("stream", src.info().Name)
+	s.log = h.opts.Logger.With("stream", src.Info().Name)
 	under := nc
 	if tc, ok := nc.(interface{ NetConn() net.Conn }); ok { // TLS: the TCP socket beneath
 		under = tc.NetConn()
@@ -201,7 +183,7 @@ func (s *session) run(ctx context.Context) {
 
 func (s *session) finish(began time.Time) {
 	s.st.Duration = time.Since(began)
-	s.st.Stream = s.src.info().Name
+	s.st.Stream = s.src.Info().Name
 	if s.policy != nil {
 		s.st.Policy = s.policy.Name()
 	}
@@ -240,7 +222,7 @@ func (s *session) readStart() (Start, error) {
 // setup chooses the tracks, the policy and the start segment.
 func (s *session) setup(st Start) error {
 	s.start = st
-	info := s.src.info()
+	info := s.src.Info()
 	name := st.Policy
 	if name == "" {
 		name = s.opts.Channels[info.Name]
@@ -348,8 +330,8 @@ func (s *session) setup(st Start) error {
 
 // now is the session's clock: the channel's for live, Options.Now for VOD.
 func (s *session) now() time.Time {
-	if cs, ok := s.src.(*channelSource); ok {
-		return cs.c.Now()
+	if c, ok := s.src.(*hub.Channel); ok {
+		return c.Now()
 	}
 	return s.opts.Now()
 }
@@ -364,7 +346,7 @@ func (s *session) push(v any) {
 }
 
 func (s *session) pushInit(t *media.Track, n uint64) error {
-	b, err := s.src.init(t.ID)
+	b, err := s.src.Init(t.ID)
 	if err != nil {
 		return err
 	}
@@ -386,7 +368,7 @@ func (s *session) pushChunk(t *media.Track, n uint64, i int, last bool, c *media
 
 // ready sends the ready message and the first init segments.
 func (s *session) ready(start time.Duration, live bool, ast time.Time, dur time.Duration) error {
-	info := s.src.info()
+	info := s.src.Info()
 	r := Ready{
 		Type: "ready", Stream: info.Name, Live: live, SegmentDuration: s.segDur.Seconds(),
 		Base: s.base, Start: start.Seconds(), Policy: s.policy.Name(),
@@ -526,11 +508,12 @@ func (s *session) endSkip(n uint64, now time.Time) error {
 
 // feed produces the session's messages until the stream ends or the session does.
 func (s *session) feed(ctx context.Context) error {
+	// A channel is followed as it grows; an asset is paced from its start.
 	switch src := s.src.(type) {
-	case *channelSource:
-		return s.feedChannel(ctx, src.c)
-	case *assetSource:
-		return s.feedAsset(ctx, src.a)
+	case *hub.Channel:
+		return s.feedChannel(ctx, src)
+	case *hub.Asset:
+		return s.feedAsset(ctx, src)
 	}
 	return fmt.Errorf("unknown source %T", s.src)
 }

@@ -43,7 +43,7 @@ func (s *session) feedAsset(ctx context.Context, a *hub.Asset) error {
 			return err
 		}
 		for _, t := range s.tracksNow() {
-			seg, err := a.ReadSegment(t.ID, n)
+			seg, err := a.Segment(t.ID, n, s.opts.Now())
 			if errors.Is(err, media.ErrNotFound) {
 				continue // a shorter track
 			}

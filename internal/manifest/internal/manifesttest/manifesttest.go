@@ -185,8 +185,10 @@ func Asset(name string, d, total time.Duration) *media.Asset {
 	return a
 }
 
-// Live is a live presentation of the synthetic stream at now: the window that
-// media.Timeline keeps, segments numbered from 0 at AvailabilityStart.
+// Live is a live presentation of the synthetic stream at now: segments of exactly
+// tl.SegmentDuration numbered from 0 at AvailabilityStart, each available once it
+// ends, the window keeping TimeShiftBufferDepth of them (at least one), as a looped
+// channel's schedule does.
 func Live(tl media.Timeline, now time.Time, addr manifest.Addressing) *manifest.Presentation {
 	s := Stream("live", tl.SegmentDuration)
 	s.Live = true
@@ -205,10 +207,24 @@ func Live(tl media.Timeline, now time.Time, addr manifest.Addressing) *manifest.
 	if addr == manifest.Timeline {
 		p.MediaTemplate = manifest.AssetTimeTemplate
 	}
-	if first, last, ok := tl.Window(now); ok {
+	if first, last, ok := window(tl, now); ok {
 		for _, t := range s.Tracks {
 			p.Segments[t.ID] = Segments(t, tl.SegmentDuration, first, last-first+1, 0, 0)
 		}
 	}
 	return p
+}
+
+// window is the first and last complete segment within the DVR window at now.
+func window(tl media.Timeline, now time.Time) (first, last uint64, ok bool) {
+	el := now.Sub(tl.AvailabilityStart)
+	if el < tl.SegmentDuration {
+		return 0, 0, false
+	}
+	last = uint64(el/tl.SegmentDuration) - 1
+	keep := max(uint64(tl.TimeShiftBufferDepth/tl.SegmentDuration), 1)
+	if last+1 > keep {
+		first = last + 1 - keep
+	}
+	return first, last, true
 }

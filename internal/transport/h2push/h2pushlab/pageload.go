@@ -181,7 +181,7 @@ func pageFiles(fsys fs.FS) func(http.Handler) http.Handler {
 // the loader does not act on them, and HTTP/1.1 and HTTP/2 should get the same bytes.
 func newPageServer(dir, addr string, log *slog.Logger) (*server.Server, *h2push.Pusher, error) {
 	cfg := server.DefaultConfig()
-	cfg.HTTP, cfg.HTTPS, cfg.Demo, cfg.Channels = addr, "", false, nil
+	cfg.HTTP, cfg.HTTPS = addr, ""
 	srv := server.New(cfg, hub.New(), log, nil)
 	fsys := os.DirFS(dir)
 	p, err := h2push.New(h2push.Options{Hub: srv.Hub(), Config: h2push.Config{NoEarlyHints: true}, PageFS: fsys, Log: log})

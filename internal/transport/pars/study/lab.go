@@ -93,7 +93,6 @@ func upLab(ctx context.Context, dirs map[time.Duration]string, first condition, 
 	}
 	l.nw = nw
 	cfg := server.DefaultConfig()
-	cfg.Demo = false
 	srv := server.New(cfg, h, slog.New(slog.DiscardHandler), nil)
 	srv.Handle(pars.IndexPattern, pars.IndexHandler(h))
 	srv.Handle("GET /bulk", http.HandlerFunc(bulk))

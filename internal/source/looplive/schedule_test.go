@@ -1,14 +1,16 @@
-package media
+package looplive
 
 import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/streambed/streambed/internal/media"
 )
 
 func TestTimelineBoundaries(t *testing.T) {
 	ast := time.Unix(0, 0)
-	tl := Timeline{AvailabilityStart: ast, SegmentDuration: 2 * time.Second, TimeShiftBufferDepth: 10 * time.Second}
+	tl := Schedule{Start: ast, SegmentDuration: 2 * time.Second, DVRWindow: 10 * time.Second}
 	at := func(ms int64) time.Time { return ast.Add(time.Duration(ms) * time.Millisecond) }
 	tests := []struct {
 		name        string
@@ -32,27 +34,16 @@ func TestTimelineBoundaries(t *testing.T) {
 	if got := tl.Availability(4); !got.Equal(at(10000)) {
 		t.Errorf("Availability(4) = %v", got)
 	}
-	if err := tl.Check(5, at(11999)); !errors.Is(err, ErrNotYet) {
-		t.Errorf("Check(5) 1 ms early = %v, want ErrNotYet", err)
+	if err := tl.Check(5, at(11999)); !errors.Is(err, media.ErrNotYet) {
+		t.Errorf("Check(5) 1 ms early = %v, want media.ErrNotYet", err)
 	}
 	if err := tl.Check(5, at(12000)); err != nil {
 		t.Errorf("Check(5) on time = %v", err)
 	}
-	if err := tl.Check(0, at(12000)); !errors.Is(err, ErrGone) {
-		t.Errorf("Check(0) after the window = %v, want ErrGone", err)
+	if err := tl.Check(0, at(12000)); !errors.Is(err, media.ErrGone) {
+		t.Errorf("Check(0) after the window = %v, want media.ErrGone", err)
 	}
 	if got := tl.NumberAt(at(5999)); got != 2 {
 		t.Errorf("NumberAt(5.999 s) = %d, want 2", got)
-	}
-}
-
-func TestTrackDurationExact(t *testing.T) {
-	tr := Track{Timescale: 48000}
-	if got := tr.Duration(96000 + 1024); got != 2*time.Second+21333333*time.Nanosecond {
-		t.Errorf("Duration = %v", got)
-	}
-	big := uint64(1_700_000_000) * 90000
-	if got := (&Track{Timescale: 90000}).Duration(big); got != 1_700_000_000*time.Second {
-		t.Errorf("Duration(large) = %v", got)
 	}
 }

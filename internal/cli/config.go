@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/streambed/streambed/internal/media"
+	"github.com/streambed/streambed/internal/server"
+	"github.com/streambed/streambed/internal/transport/h2push"
+	"github.com/streambed/streambed/internal/transport/wspush"
+)
+
+// Config is the whole configuration of `streambed serve`, one YAML file with flags on
+// top: the origin's own (listeners, TLS, caching, logs), the media it serves (assets
+// and looped channels) and each transport's part, whose types live in the
+// transports' own packages.
+type Config struct {
+	server.Config `yaml:",inline"`
+	Assets        string          `yaml:"assets"` // folder of packaged assets (each a subfolder)
+	Demo          bool            `yaml:"demo"`   // package the demo asset when missing
+	Channels      []ChannelConfig `yaml:"channels"`
+	H2Push        h2push.Config   `yaml:"h2push"` // HTTP/2 push: default strategy, rules file, admin token
+	WSPush        wspush.Config   `yaml:"wspush"` // WebSocket push: default adaptation policy
+}
+
+// ChannelConfig declares a live channel that loops a packaged asset.
+type ChannelConfig struct {
+	Name string `yaml:"name"`
+	Loop string `yaml:"loop"` // asset name
+	// DVRWindow is the time-shift buffer (MPD@timeShiftBufferDepth).
+	DVRWindow time.Duration `yaml:"dvr_window"`
+	// ChunkDuration splits segments into chunks for push and low latency; 0: one chunk
+	// per segment. One frame (e.g. 40ms at 25 fps) gives the lowest latency.
+	ChunkDuration time.Duration `yaml:"chunk_duration"`
+	// PresentationDelay is MPD@suggestedPresentationDelay; 0: two segment durations.
+	PresentationDelay time.Duration `yaml:"presentation_delay"`
+	// AvailabilityStart anchors the channel's timeline; zero: 2024-01-01T00:00:00Z.
+	// A fixed anchor means the same URL yields the same bytes across restarts and origins.
+	AvailabilityStart time.Time `yaml:"availability_start"`
+	WSPolicy          string    `yaml:"ws_policy"` // WebSocket push adaptation: tcp (default), buffer or fixed
+	// Archive, when set, is a folder that receives every segment of the channel as it
+	// becomes available, laid out like a packaged asset: a recording beyond the DVR window.
+	Archive string `yaml:"archive"`
+}
+
+// DefaultConfig is the embedded demo: channel "demo" looping asset "demo".
+func DefaultConfig() Config {
+	cfg := Config{Config: server.DefaultConfig(), Demo: true}
+	cfg.Assets = filepath.Join(cfg.DataDir, "assets")
+	cfg.Channels = []ChannelConfig{{Name: "demo", Loop: "demo", DVRWindow: 60 * time.Second}}
+	return cfg
+}
+
+// LoadConfig reads a YAML file over the defaults. Unknown keys are errors, so a typo
+// does not silently fall back to a default.
+func LoadConfig(path string) (Config, error) {
+	cfg := DefaultConfig()
+	f, err := os.Open(path)
+	if err != nil {
+		return cfg, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	dec := yaml.NewDecoder(f)
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil {
+		return cfg, fmt.Errorf("config %s: %w", path, err)
+	}
+	return cfg, cfg.Validate()
+}
+
+// Validate checks the configuration for mistakes a person can fix.
+func (c *Config) Validate() error {
+	if err := c.Config.Validate(); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, ch := range c.Channels {
+		if !media.ValidName(ch.Name) || seen[ch.Name] {
+			return fmt.Errorf("config: channel name %q is invalid or repeated (use letters, digits, . _ -)", ch.Name)
+		}
+		seen[ch.Name] = true
+		if ch.Loop == "" {
+			return fmt.Errorf("config: channel %q needs `loop: ASSET`", ch.Name)
+		}
+		if ch.DVRWindow < 0 || ch.ChunkDuration < 0 || ch.PresentationDelay < 0 {
+			return fmt.Errorf("config: channel %q has a negative duration", ch.Name)
+		}
+		if ch.WSPolicy != "" {
+			if _, err := wspush.NewPolicy(ch.WSPolicy); err != nil {
+				return fmt.Errorf("config: channel %q: ws_policy: %w", ch.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// wsPushConfig is WebSocket push's configuration with each channel's ws_policy.
+func (c *Config) wsPushConfig() wspush.Config {
+	ws := c.WSPush
+	for _, ch := range c.Channels {
+		if ch.WSPolicy == "" {
+			continue
+		}
+		if ws.Channels == nil {
+			ws.Channels = map[string]string{}
+		}
+		ws.Channels[ch.Name] = ch.WSPolicy
+	}
+	return ws
+}

@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoadConfig(t *testing.T) {
+	dir := t.TempDir()
+	write := func(body string) string {
+		p := filepath.Join(dir, "streambed.yaml")
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cfg, err := LoadConfig(write(`
+http: ":9000"
+https: ""
+assets: /srv/assets
+cache:
+  open_files: 10
+h2push:
+  default: k2
+wspush:
+  policy: buffer
+channels:
+  - name: news
+    loop: clip
+    dvr_window: 2m
+    presentation_delay: 6s
+    ws_policy: fixed
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.HTTP != ":9000" || cfg.HTTPS != "" || cfg.Assets != "/srv/assets" || cfg.Cache.OpenFiles != 10 || cfg.Log.Level != "info" {
+		t.Errorf("origin settings: %+v", cfg.Config)
+	}
+	if cfg.H2Push.Default.String() != "k2" {
+		t.Errorf("h2push default %v", cfg.H2Push.Default)
+	}
+	if len(cfg.Channels) != 1 || cfg.Channels[0].DVRWindow != 2*time.Minute || cfg.Channels[0].PresentationDelay != 6*time.Second {
+		t.Errorf("channels %+v", cfg.Channels)
+	}
+	ws := cfg.wsPushConfig()
+	if ws.Policy != "buffer" || ws.Channels["news"] != "fixed" {
+		t.Errorf("wspush config %+v", ws)
+	}
+	for body, want := range map[string]string{
+		"htp: \":1\"\n": "field htp not found",
+		"channels:\n  - name: a\n    loop: b\n    ws_policy: fast\n": "ws_policy",
+		"channels:\n  - name: ../x\n    loop: b\n":                   "invalid",
+		"http: \"\"\nhttps: \"\"\n":                                  "both listeners",
+	} {
+		if _, err := LoadConfig(write(body)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err %v, want %q", body, err, want)
+		}
+	}
+}
