@@ -395,3 +395,61 @@ func TestParseSegmentName(t *testing.T) {
 		}
 	}
 }
+
+// A transport's component runs while the origin serves and stops with it; one that
+// fails stops the origin with its error.
+func TestSupervisedComponents(t *testing.T) {
+	s, _ := testOrigin(t)
+	s.cfg.HTTP, s.cfg.HTTPS = "127.0.0.1:0", ""
+	started, stopped := make(chan struct{}), make(chan struct{})
+	s.Supervise("ticker", func(ctx context.Context) error {
+		close(started)
+		<-ctx.Done()
+		close(stopped)
+		return nil
+	})
+	ls, err := s.Listen()
+	must(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ls) }()
+	<-started
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	select {
+	case <-stopped:
+	default:
+		t.Fatal("Serve returned before its component stopped")
+	}
+
+	s2, _ := testOrigin(t)
+	s2.cfg.HTTP, s2.cfg.HTTPS = "127.0.0.1:0", ""
+	s2.Supervise("udp", func(context.Context) error { return fmt.Errorf("port taken") })
+	ls2, err := s2.Listen()
+	must(t, err)
+	if err := s2.Serve(context.Background(), ls2); err == nil || !strings.Contains(err.Error(), "udp: port taken") {
+		t.Errorf("Serve with a failing component: %v", err)
+	}
+}
+
+// A transport's endpoint of each stream is listed beside the origin's own keys.
+func TestAdvertisedEndpoints(t *testing.T) {
+	s, ts := testOrigin(t)
+	s.Advertise("ws", func(st hub.Stream) string {
+		if st.Live() {
+			return "/ws/" + st.Info().Name
+		}
+		return ""
+	})
+	_, body := get(t, ts.URL+"/api/streams")
+	var list struct{ Streams []map[string]any }
+	must(t, json.Unmarshal(body, &list))
+	if list.Streams[0]["ws"] != "/ws/ch" || list.Streams[0]["dash"] != "/live/ch/manifest.mpd" {
+		t.Errorf("channel entry %v", list.Streams[0])
+	}
+	if _, has := list.Streams[1]["ws"]; has {
+		t.Errorf("asset entry lists an endpoint the transport did not give: %v", list.Streams[1])
+	}
+}
