@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/streambed/streambed/internal/hub"
+	"github.com/streambed/streambed/internal/layout"
 	"github.com/streambed/streambed/internal/media"
 	"github.com/streambed/streambed/internal/server"
 	"github.com/streambed/streambed/internal/source/looplive"
@@ -255,10 +256,12 @@ func printURLs(w io.Writer, ls *server.Listeners, h *hub.Hub) {
 		}
 	}
 	for _, c := range h.Channels() {
-		fmt.Fprintf(w, "  live %-10s %s/live/%s/manifest.mpd  %s/live/%s/master.m3u8\n", c.Info().Name, base, c.Info().Name, base, c.Info().Name)
+		n := c.Info().Name
+		fmt.Fprintf(w, "  live %-10s %s%s  %s%s\n", n, base, layout.Manifest(true, n, layout.MPD), base, layout.Manifest(true, n, layout.Master))
 	}
 	for _, a := range h.Assets() {
-		fmt.Fprintf(w, "  vod  %-10s %s/vod/%s/manifest.mpd  %s/vod/%s/master.m3u8\n", a.Info().Name, base, a.Info().Name, base, a.Info().Name)
+		n := a.Info().Name
+		fmt.Fprintf(w, "  vod  %-10s %s%s  %s%s\n", n, base, layout.Manifest(false, n, layout.MPD), base, layout.Manifest(false, n, layout.Master))
 	}
 }
 

@@ -35,6 +35,16 @@ func TestExpandTemplate(t *testing.T) {
 			t.Errorf("ExpandTemplate(%q): error %v is not ErrInvalidMedia", c.tmpl, err)
 		}
 	}
+	// In two steps, as a player does: per representation, then per segment.
+	rep := manifest.TemplateValues{RepresentationID: "v720", Bandwidth: 3000000, Only: manifest.IdentRepresentationID | manifest.IdentBandwidth}
+	half, err := manifest.ExpandTemplate("$RepresentationID$/$$$Bandwidth$/$Number%05d$-$Time$.m4s", rep)
+	if err != nil || half != "v720/$$3000000/$Number%05d$-$Time$.m4s" {
+		t.Fatalf("per representation: %q, %v", half, err)
+	}
+	full, err := manifest.ExpandTemplate(half, manifest.TemplateValues{Number: 7, Time: 9})
+	if err != nil || full != "v720/$3000000/00007-9.m4s" {
+		t.Errorf("per segment: %q, %v", full, err)
+	}
 	if !manifest.UsesIdentifier("x/$Number%05d$", "Number") || manifest.UsesIdentifier("x/$Time$", "Number") {
 		t.Error("UsesIdentifier")
 	}

@@ -14,7 +14,21 @@ type TemplateValues struct {
 	Number           uint64 // $Number$
 	Time             uint64 // $Time$ (media time in the track timescale)
 	Bandwidth        int    // $Bandwidth$
+	// Only, when not zero, names the identifiers to substitute: the others, and $$,
+	// stay as they are, so a template can be expanded per representation first
+	// (a player parsing an MPD) and per segment later.
+	Only Identifiers
 }
+
+// Identifiers is a set of SegmentTemplate identifiers.
+type Identifiers uint8
+
+const (
+	IdentRepresentationID Identifiers = 1 << iota
+	IdentNumber
+	IdentTime
+	IdentBandwidth
+)
 
 // ExpandTemplate substitutes the DASH identifiers in tmpl as ISO/IEC 23009-1 5.3.9.4.4
 // defines them: $$ is a literal $, and $Number$, $Time$ and $Bandwidth$ take an
@@ -37,10 +51,18 @@ func ExpandTemplate(tmpl string, v TemplateValues) (string, error) {
 		ident := rest[:j]
 		rest = rest[j+1:]
 		if ident == "" {
-			b.WriteByte('$')
+			if v.Only != 0 {
+				b.WriteString("$$")
+			} else {
+				b.WriteByte('$')
+			}
 			continue
 		}
 		name, format, hasFormat := strings.Cut(ident, "%")
+		if v.Only != 0 && v.Only&identifierOf(name) == 0 {
+			b.WriteString("$" + ident + "$")
+			continue
+		}
 		width := 0
 		if hasFormat {
 			w, ok := parseWidth(format)
@@ -67,6 +89,20 @@ func ExpandTemplate(tmpl string, v TemplateValues) (string, error) {
 		}
 		b.WriteString(s)
 	}
+}
+
+func identifierOf(name string) Identifiers {
+	switch name {
+	case "RepresentationID":
+		return IdentRepresentationID
+	case "Number":
+		return IdentNumber
+	case "Time":
+		return IdentTime
+	case "Bandwidth":
+		return IdentBandwidth
+	}
+	return 0
 }
 
 // parseWidth reads the "0Nd" of a %0Nd format tag (the leading 0 is mandatory in DASH).

@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
+	segtemplate "github.com/streambed/streambed/internal/manifest" // ExpandTemplate: the origin's own, one implementation
 	"github.com/streambed/streambed/internal/media"
 )
 
@@ -169,7 +168,7 @@ func (ix *SegmentIndex) listed(i int) Segment {
 	s := ix.List[i]
 	if s.URL == "" && ix.Media != "" {
 		n, t := s.Number, s.Time
-		s.URL = ix.resolve(ExpandTemplate(ix.Media, "", 0, &n, &t))
+		s.URL = ix.resolve(expandSegment(ix.Media, n, t))
 	}
 	return s
 }
@@ -232,7 +231,7 @@ func (ix *SegmentIndex) template(k uint64) Segment {
 		d = ix.End - start
 	}
 	s := Segment{Number: ix.StartNumber + k, Time: t, Start: start, Duration: d}
-	s.URL = ix.resolve(ExpandTemplate(ix.Media, "", 0, &s.Number, &t))
+	s.URL = ix.resolve(expandSegment(ix.Media, s.Number, t))
 	if !ix.AvailabilityStart.IsZero() {
 		s.AvailableAt = ix.AvailabilityStart.Add(s.End() - ix.AvailabilityTO)
 	}
@@ -250,63 +249,27 @@ func (ix *SegmentIndex) resolve(ref string) string {
 	return u.String()
 }
 
-// ExpandTemplate substitutes DASH template identifiers: $RepresentationID$,
-// $Bandwidth$, $Number$ and $Time$ (numbers with an optional %0Nd width) and $$.
-// Identifiers without a value (repID "", bandwidth 0, number or t nil) stay in place,
-// so a template can be expanded per representation first and per segment later.
-func ExpandTemplate(tmpl, repID string, bandwidth int, number, t *uint64) string {
-	if !strings.Contains(tmpl, "$") {
+// expandSegment fills a representation's media template (its $RepresentationID$ and
+// $Bandwidth$ already substituted) for one segment. A template the MPD got wrong stays
+// as it is: the request for it then fails where a person can see the URL.
+func expandSegment(tmpl string, number, t uint64) string {
+	u, err := segtemplate.ExpandTemplate(tmpl, segtemplate.TemplateValues{Number: number, Time: t})
+	if err != nil {
 		return tmpl
 	}
-	var b strings.Builder
-	for {
-		i := strings.IndexByte(tmpl, '$')
-		if i < 0 {
-			b.WriteString(tmpl)
-			return b.String()
-		}
-		j := strings.IndexByte(tmpl[i+1:], '$')
-		if j < 0 {
-			b.WriteString(tmpl)
-			return b.String()
-		}
-		b.WriteString(tmpl[:i])
-		ident := tmpl[i+1 : i+1+j]
-		tmpl = tmpl[i+2+j:]
-		name, format, _ := strings.Cut(ident, "%")
-		width := 0
-		if format != "" {
-			f := strings.TrimRight(format, "dixX")
-			width, _ = strconv.Atoi(strings.TrimPrefix(f, "0"))
-		}
-		pad := func(v uint64) string {
-			s := strconv.FormatUint(v, 10)
-			for len(s) < width {
-				s = "0" + s
-			}
-			return s
-		}
-		keep := "$" + ident + "$"
-		switch {
-		case name == "":
-			// "$$" escapes a dollar; keep it escaped until the last expansion.
-			if number != nil || t != nil {
-				b.WriteByte('$')
-			} else {
-				b.WriteString("$$")
-			}
-		case name == "RepresentationID" && repID != "":
-			b.WriteString(repID)
-		case name == "Bandwidth" && bandwidth != 0:
-			b.WriteString(pad(uint64(bandwidth)))
-		case name == "Number" && number != nil:
-			b.WriteString(pad(*number))
-		case name == "Time" && t != nil:
-			b.WriteString(pad(*t))
-		default:
-			b.WriteString(keep)
-		}
+	return u
+}
+
+// ExpandRepresentation substitutes a representation's $RepresentationID$ and
+// $Bandwidth$ in a template, leaving the per-segment identifiers for later.
+func ExpandRepresentation(tmpl, repID string, bandwidth int) string {
+	u, err := segtemplate.ExpandTemplate(tmpl, segtemplate.TemplateValues{
+		RepresentationID: repID, Bandwidth: bandwidth, Only: segtemplate.IdentRepresentationID | segtemplate.IdentBandwidth,
+	})
+	if err != nil {
+		return tmpl
 	}
+	return u
 }
 
 // Set returns the first adaptation set of kind k, or nil.

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/streambed/streambed/internal/hub"
+	"github.com/streambed/streambed/internal/layout"
 	"github.com/streambed/streambed/internal/media"
 )
 
@@ -75,23 +76,25 @@ func (s *Server) handleStreams(w http.ResponseWriter, r *http.Request) {
 	var list []streamJSON
 	for _, c := range s.hub.Channels() {
 		info := c.Info()
-		base := "/live/" + info.Name + "/"
 		list = append(list, streamJSON{
 			Name: info.Name, Live: true,
 			SegmentDurationMS: c.Timeline().SegmentDuration.Milliseconds(),
 			DVRWindowMS:       c.Timeline().TimeShiftBufferDepth.Milliseconds(),
-			DASH:              base + "manifest.mpd", DASHTimeline: base + "manifest-timeline.mpd", HLS: base + "master.m3u8",
-			Tracks: tracksJSON(info.Tracks),
+			DASH:              layout.Manifest(true, info.Name, layout.MPD),
+			DASHTimeline:      layout.Manifest(true, info.Name, layout.MPDTimeline),
+			HLS:               layout.Manifest(true, info.Name, layout.Master),
+			Tracks:            tracksJSON(info.Tracks),
 		})
 		s.advertise(&list[len(list)-1], c)
 	}
 	for _, a := range s.hub.Assets() {
 		info := a.Info()
-		base := "/vod/" + info.Name + "/"
 		list = append(list, streamJSON{
 			Name: info.Name, SegmentDurationMS: info.SegmentDuration.Milliseconds(), DurationMS: info.Duration.Milliseconds(),
-			DASH: base + "manifest.mpd", DASHTimeline: base + "manifest-timeline.mpd", HLS: base + "master.m3u8",
-			Tracks: tracksJSON(info.Tracks),
+			DASH:         layout.Manifest(false, info.Name, layout.MPD),
+			DASHTimeline: layout.Manifest(false, info.Name, layout.MPDTimeline),
+			HLS:          layout.Manifest(false, info.Name, layout.Master),
+			Tracks:       tracksJSON(info.Tracks),
 		})
 		s.advertise(&list[len(list)-1], a)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/streambed/streambed/internal/hub"
+	"github.com/streambed/streambed/internal/layout"
 	"github.com/streambed/streambed/internal/manifest"
 	"github.com/streambed/streambed/internal/media"
 )
@@ -89,7 +90,7 @@ func (s *Server) serveLiveManifest(w http.ResponseWriter, r *http.Request, name,
 		writeError(w, err)
 		return
 	}
-	if track == "" && !isManifest(file) {
+	if track == "" && !layout.IsManifest(file) {
 		writeError(w, fmt.Errorf("channel %q has no file %q (manifest.mpd, manifest-timeline.mpd, master.m3u8): %w", name, file, media.ErrNotFound))
 		return
 	}
@@ -153,7 +154,7 @@ func (s *Server) handleLiveTrack(w http.ResponseWriter, r *http.Request) {
 		s.serveBytes(w, r, b, t.Kind, name+"/"+track, time.Time{})
 		return
 	}
-	sn, err := parseSegmentName(file)
+	sn, err := layout.ParseSegmentName(file)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -164,10 +165,10 @@ func (s *Server) handleLiveTrack(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var seg *media.Segment
-	if sn.byTime {
-		seg, err = c.SegmentAt(track, sn.time, now)
+	if sn.ByTime {
+		seg, err = c.SegmentAt(track, sn.Time, now)
 	} else {
-		seg, err = c.Segment(track, sn.number, now)
+		seg, err = c.Segment(track, sn.Number, now)
 	}
 	if err != nil {
 		if errors.Is(err, media.ErrNotYet) {

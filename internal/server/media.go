@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/streambed/streambed/internal/layout"
 	"github.com/streambed/streambed/internal/manifest"
 	"github.com/streambed/streambed/internal/manifest/dash"
 	"github.com/streambed/streambed/internal/manifest/hls"
@@ -96,14 +97,6 @@ func addressingOf(file string) manifest.Addressing {
 	return manifest.Number
 }
 
-func isManifest(file string) bool {
-	switch file {
-	case "manifest.mpd", "manifest-timeline.mpd", "master.m3u8":
-		return true
-	}
-	return false
-}
-
 // ---- on demand ----
 
 func (s *Server) handleVOD(w http.ResponseWriter, r *http.Request) {
@@ -117,7 +110,7 @@ func (s *Server) handleVOD(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if !isManifest(file) {
+	if !layout.IsManifest(file) {
 		writeError(w, fmt.Errorf("asset %q has no file %q (manifest.mpd, manifest-timeline.mpd, master.m3u8): %w", name, file, media.ErrNotFound))
 		return
 	}
@@ -163,16 +156,16 @@ func (s *Server) handleVODTrack(w http.ResponseWriter, r *http.Request) {
 		serveManifest(w, r, m, file, s.cfg.Cache.VODManifestMaxAge)
 		return
 	}
-	sn, err := parseSegmentName(file)
+	sn, err := layout.ParseSegmentName(file)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	var path string
-	if sn.byTime {
-		_, path, err = a.SegmentFileAt(track, sn.time)
+	if sn.ByTime {
+		_, path, err = a.SegmentFileAt(track, sn.Time)
 	} else {
-		_, path, err = a.SegmentFile(track, sn.number)
+		_, path, err = a.SegmentFile(track, sn.Number)
 	}
 	if err != nil {
 		writeError(w, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/streambed/streambed/internal/hub"
+	"github.com/streambed/streambed/internal/layout"
 )
 
 // viewerWindow is how recently a client must have asked for a stream to count as a viewer.
@@ -104,13 +105,15 @@ func (m *metrics) connState(_ net.Conn, state http.ConnState) {
 
 // kindOf classifies a request path for the metrics' kind label.
 func kindOf(path string) string {
-	switch {
-	case strings.HasSuffix(path, ".mpd"), strings.HasSuffix(path, ".m3u8"):
+	switch layout.Parse(path).Kind {
+	case layout.KindManifest, layout.KindPlaylist:
 		return "manifest"
-	case strings.HasSuffix(path, "/init.mp4"):
+	case layout.KindInit:
 		return "init"
-	case strings.HasSuffix(path, ".m4s"):
+	case layout.KindSegment:
 		return "segment"
+	}
+	switch {
 	case strings.HasPrefix(path, "/api/"):
 		return "api"
 	case path == "/time":
@@ -121,17 +124,9 @@ func kindOf(path string) string {
 	return "page"
 }
 
-// streamOf returns "live/NAME" or "vod/NAME" for media paths.
-func streamOf(path string) string {
-	for _, p := range []string{"/live/", "/vod/"} {
-		if rest, ok := strings.CutPrefix(path, p); ok {
-			if name, _, ok := strings.Cut(rest, "/"); ok {
-				return p[1:] + name
-			}
-		}
-	}
-	return ""
-}
+// streamOf returns "live/NAME" or "vod/NAME" for media paths, "" for others (so a
+// junk path cannot add a label).
+func streamOf(path string) string { return layout.Parse(path).StreamKey() }
 
 func (m *metrics) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -371,31 +371,6 @@ func TestListenersServeH2cAndTLS(t *testing.T) {
 	}
 }
 
-func TestParseSegmentName(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    segmentName
-		wantErr bool
-	}{
-		{"1.m4s", segmentName{number: 1}, false},
-		{"t0.m4s", segmentName{byTime: true}, false},
-		{"t163840000.m4s", segmentName{time: 163840000, byTime: true}, false},
-		{"18446744073709551615.m4s", segmentName{number: 18446744073709551615}, false},
-		{"18446744073709551616.m4s", segmentName{}, true},
-		{".m4s", segmentName{}, true},
-		{"t.m4s", segmentName{}, true},
-		{"+1.m4s", segmentName{}, true},
-		{"1.mp4", segmentName{}, true},
-		{"1.m4s.m4s", segmentName{}, true},
-	}
-	for _, tt := range tests {
-		got, err := parseSegmentName(tt.in)
-		if (err != nil) != tt.wantErr || got != tt.want {
-			t.Errorf("parseSegmentName(%q) = %+v, %v", tt.in, got, err)
-		}
-	}
-}
-
 // A transport's component runs while the origin serves and stops with it; one that
 // fails stops the origin with its error.
 func TestSupervisedComponents(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/streambed/streambed/internal/lab/netem"
+	"github.com/streambed/streambed/internal/layout"
 )
 
 // Options tune a run of a scenario.
@@ -296,9 +297,9 @@ func (s *Scenario) playURL(server string, cell Cell) string {
 		d, _ := time.ParseDuration(v)
 		name = AssetName(d)
 	}
-	path := "/vod/" + name + "/manifest.mpd"
+	path := layout.Manifest(false, name, layout.MPD)
 	if s.Play.Live {
-		path = "/live/live-" + name + "/manifest.mpd"
+		path = layout.Manifest(true, "live-"+name, layout.MPD)
 	}
 	switch cell["transport"] {
 	case "h2", "https":

@@ -31,6 +31,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/streambed/streambed/internal/layout"
 	"github.com/streambed/streambed/internal/media"
 	"github.com/streambed/streambed/internal/player"
 	"github.com/streambed/streambed/internal/player/dash"
@@ -264,26 +265,27 @@ func Resolve(ctx context.Context, raw string, tracks []string, insecure bool) (*
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("load: %q is not a URL", raw)
 	}
-	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
 	var ch string
-	switch {
-	case (u.Scheme == "ws" || u.Scheme == "wss") && len(parts) == 2 && parts[0] == "ws":
-		ch = parts[1]
-	case (u.Scheme == "http" || u.Scheme == "https") && len(parts) == 3 && parts[0] == "live" && parts[2] == "manifest.mpd":
-		ch = parts[1]
-	default:
-		return nil, fmt.Errorf("load: %q: want ws://HOST/ws/CHANNEL or http://HOST/live/CHANNEL/manifest.mpd (live channels only)", raw)
+	switch u.Scheme {
+	case "ws", "wss":
+		if name, live, err := layout.ParseWebSocket(u.Path); err == nil && live {
+			ch = name
+		}
+	case "http", "https":
+		if r := layout.Parse(u.Path); r.Kind == layout.KindManifest && r.Live && r.File == layout.MPD {
+			ch = r.Stream
+		}
 	}
-	if !media.ValidName(ch) {
-		return nil, fmt.Errorf("load: bad channel name %q", ch)
+	if ch == "" {
+		return nil, fmt.Errorf("load: %q: want ws://HOST/ws/CHANNEL or http://HOST/live/CHANNEL/manifest.mpd (live channels only)", raw)
 	}
 	secure := u.Scheme == "https" || u.Scheme == "wss"
 	hs, ws := "http", "ws"
 	if secure {
 		hs, ws = "https", "wss"
 	}
-	t := &Target{HTTPBase: hs + "://" + u.Host, Channel: ch, WSURL: ws + "://" + u.Host + "/ws/" + ch}
-	t.Manifest = t.HTTPBase + "/live/" + ch + "/manifest.mpd"
+	t := &Target{HTTPBase: hs + "://" + u.Host, Channel: ch, WSURL: ws + "://" + u.Host + layout.WebSocket(true, ch)}
+	t.Manifest = t.HTTPBase + layout.Manifest(true, ch, layout.MPD)
 	t.Metrics = t.HTTPBase + "/metrics"
 	hc := httpClient(HTTP1, secure, insecure, nil)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)

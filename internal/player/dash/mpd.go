@@ -277,7 +277,7 @@ func Parse(data []byte, manifestURL string, now time.Time) (*player.Manifest, er
 			}
 			rBase := withBase(asBase, r.BaseURLs)
 			if t.Initialization != nil {
-				init := player.ExpandTemplate(*t.Initialization, r.ID, r.Bandwidth, nil, nil)
+				init := player.ExpandRepresentation(*t.Initialization, r.ID, r.Bandwidth)
 				u, err := rBase.Parse(init)
 				if err != nil {
 					return nil, bad("initialization %q: %v", init, err)
@@ -326,7 +326,7 @@ func index(t *templateXML, r repXML, base *url.URL, pStart, pEnd time.Duration, 
 	if m.Live {
 		ix.AvailabilityStart = m.AvailabilityStart
 	}
-	ix.Media = player.ExpandTemplate(*t.Media, r.ID, r.Bandwidth, nil, nil)
+	ix.Media = player.ExpandRepresentation(*t.Media, r.ID, r.Bandwidth)
 	ticks := func(n uint64) time.Duration {
 		return time.Duration(float64(n) / float64(ix.Timescale) * float64(time.Second))
 	}

@@ -2,20 +2,17 @@ package h2push
 
 import (
 	"bytes"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"io/fs"
 	"net/url"
 	"path"
-	"strconv"
 	"strings"
 
 	"golang.org/x/net/html"
 
 	"github.com/streambed/streambed/internal/hub"
-	"github.com/streambed/streambed/internal/manifest"
-	"github.com/streambed/streambed/internal/manifest/dash"
+	"github.com/streambed/streambed/internal/layout"
 	"github.com/streambed/streambed/internal/media"
 )
 
@@ -123,94 +120,38 @@ func (p *pageInfo) hasFile(urlPath string) bool {
 	return err == nil && !st.IsDir()
 }
 
-// mpdTemplates is the part of an MPD that names resources.
-type mpdTemplates struct {
-	Periods []struct {
-		Sets []struct {
-			Template *struct {
-				Init  string  `xml:"initialization,attr"`
-				Media string  `xml:"media,attr"`
-				Start *uint64 `xml:"startNumber,attr"`
-			} `xml:"SegmentTemplate"`
-			Reps []struct {
-				ID string `xml:"id,attr"`
-			} `xml:"Representation"`
-		} `xml:"AdaptationSet"`
-	} `xml:"Period"`
-}
-
-// discoverAsset lists what can be pushed for an asset, from its MPD: the manifests,
-// then per representation its init segment and every media segment, named by the
-// MPD's SegmentTemplate ($Number$ addressing).
-func discoverAsset(a *hub.Asset, base string) ([]Pushable, error) {
-	var buf bytes.Buffer
-	if err := dash.Render(&buf, manifest.AssetPresentation(a.Descriptor(), manifest.Number)); err != nil {
-		return nil, err
-	}
-	var m mpdTemplates
-	if err := xml.Unmarshal(buf.Bytes(), &m); err != nil {
-		return nil, fmt.Errorf("asset MPD: %w", err)
-	}
-	out := []Pushable{
-		{Path: base + "manifest.mpd", Kind: "manifest", From: "mpd"},
-		{Path: base + "manifest-timeline.mpd", Kind: "manifest", From: "mpd"},
-		{Path: base + "master.m3u8", Kind: "manifest", From: "mpd"},
-	}
-	for _, per := range m.Periods {
-		for _, set := range per.Sets {
-			if set.Template == nil {
-				continue
-			}
-			for _, rep := range set.Reps {
-				t, err := a.Info().Track(rep.ID)
-				if err != nil {
-					continue
-				}
-				out = append(out, Pushable{Path: base + expand(set.Template.Init, rep.ID, 0), Kind: "init", Track: rep.ID, From: "mpd"})
-				for _, s := range t.Segments {
-					out = append(out, Pushable{Path: base + expand(set.Template.Media, rep.ID, s.Number), Kind: "segment", Track: rep.ID, From: "mpd"})
-				}
-			}
-		}
-	}
-	return out, nil
-}
-
-// discoverChannel lists what can be pushed for a live channel: its manifests and
-// init segments (live segments come and go, strategies push those).
-func discoverChannel(c *hub.Channel, base string) []Pushable {
-	out := []Pushable{
-		{Path: base + "manifest.mpd", Kind: "manifest", From: "mpd"},
-		{Path: base + "manifest-timeline.mpd", Kind: "manifest", From: "mpd"},
-		{Path: base + "master.m3u8", Kind: "manifest", From: "mpd"},
-	}
-	for _, t := range c.Info().Tracks {
-		out = append(out, Pushable{Path: base + t.ID + "/init.mp4", Kind: "init", Track: t.ID, From: "mpd"})
+// streamManifests lists a stream's manifests.
+func streamManifests(live bool, name string) []Pushable {
+	out := make([]Pushable, 0, 3)
+	for _, f := range []string{layout.MPD, layout.MPDTimeline, layout.Master} {
+		out = append(out, Pushable{Path: layout.Manifest(live, name, f), Kind: "manifest", From: "mpd"})
 	}
 	return out
 }
 
-// expand substitutes $RepresentationID$ and $Number$ (with an optional %0Nd width).
-func expand(tmpl, id string, n uint64) string {
-	s := strings.ReplaceAll(tmpl, "$RepresentationID$", id)
-	for {
-		i := strings.Index(s, "$Number")
-		if i < 0 {
-			return s
+// discoverAsset lists what can be pushed for an asset: the manifests, then per track
+// its init segment and every media segment, named as its $Number$ MPD names them.
+func discoverAsset(a *hub.Asset) []Pushable {
+	name := a.Info().Name
+	out := streamManifests(false, name)
+	for _, t := range a.Info().Tracks {
+		out = append(out, Pushable{Path: layout.TrackFile(false, name, t.ID, layout.Init), Kind: "init", Track: t.ID, From: "mpd"})
+		for _, s := range t.Segments {
+			out = append(out, Pushable{Path: layout.Segment(false, name, t.ID, s.Number), Kind: "segment", Track: t.ID, From: "mpd"})
 		}
-		j := strings.Index(s[i+1:], "$")
-		if j < 0 {
-			return s
-		}
-		spec := s[i+len("$Number") : i+1+j]
-		num := strconv.FormatUint(n, 10)
-		if w, ok := strings.CutPrefix(spec, "%0"); ok {
-			if width, err := strconv.Atoi(strings.TrimSuffix(w, "d")); err == nil && len(num) < width {
-				num = strings.Repeat("0", width-len(num)) + num
-			}
-		}
-		s = s[:i] + num + s[i+2+j:]
 	}
+	return out
+}
+
+// discoverChannel lists what can be pushed for a live channel: its manifests and
+// init segments (live segments come and go, strategies push those).
+func discoverChannel(c *hub.Channel) []Pushable {
+	name := c.Info().Name
+	out := streamManifests(true, name)
+	for _, t := range c.Info().Tracks {
+		out = append(out, Pushable{Path: layout.TrackFile(true, name, t.ID, layout.Init), Kind: "init", Track: t.ID, From: "mpd"})
+	}
+	return out
 }
 
 // Discover lists the resources that can be pushed for a rule target: the page's
@@ -233,22 +174,22 @@ func (p *Pusher) Discover(target string) ([]Pushable, error) {
 		if err != nil {
 			return nil, err
 		}
-		return discoverChannel(c, res.Base()), nil
+		return discoverChannel(c), nil
 	}
 	a, err := p.hub.Asset(res.Stream)
 	if err != nil {
 		return nil, err
 	}
-	return discoverAsset(a, res.Base())
+	return discoverAsset(a), nil
 }
 
 // parseTarget reads a stream rule key, "vod/NAME" or "live/NAME".
-func parseTarget(target string) (Resource, error) {
+func parseTarget(target string) (layout.Resource, error) {
 	kind, name, ok := strings.Cut(target, "/")
 	if !ok || (kind != "vod" && kind != "live") || !media.ValidName(name) {
-		return Resource{}, fmt.Errorf("target %q: want %s, vod/ASSET or live/CHANNEL: %w", target, PageTarget, media.ErrBadRequest)
+		return layout.Resource{}, fmt.Errorf("target %q: want %s, vod/ASSET or live/CHANNEL: %w", target, PageTarget, media.ErrBadRequest)
 	}
-	return Resource{Live: kind == "live", Stream: name}, nil
+	return layout.Resource{Live: kind == "live", Stream: name}, nil
 }
 
 // cleanPath reports whether p is an absolute, clean URL path (no .., no //).

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/streambed/streambed/internal/layout"
 	"github.com/streambed/streambed/internal/media"
 	"github.com/streambed/streambed/internal/player"
 	"github.com/streambed/streambed/internal/player/dash"
@@ -335,7 +336,7 @@ func (f *Fetcher) cancelUnwanted(req player.SegmentRequest) {
 	}
 	for _, s := range f.c.Pending() {
 		res := pushedResource(s.URL)
-		if res.Kind != KindSegment || res.ByTime {
+		if res.Kind != layout.KindSegment || res.ByTime {
 			continue
 		}
 		f.mu.Lock()
@@ -350,12 +351,12 @@ func (f *Fetcher) cancelUnwanted(req player.SegmentRequest) {
 	}
 }
 
-func pushedResource(u string) Resource {
+func pushedResource(u string) layout.Resource {
 	pu, err := url.Parse(u)
 	if err != nil {
-		return Resource{}
+		return layout.Resource{}
 	}
-	return ParsePath(pu.Path)
+	return layout.Parse(pu.Path)
 }
 
 // onPush is the client's hook for a complete unclaimed push: deliver it now if it is
@@ -365,7 +366,7 @@ func (f *Fetcher) onPush(s *Stream) bool {
 		return false
 	}
 	res := pushedResource(s.URL)
-	if res.Kind != KindInit && res.Kind != KindSegment {
+	if res.Kind != layout.KindInit && res.Kind != layout.KindSegment {
 		return false // manifests and page assets wait to be claimed
 	}
 	f.mu.Lock()
@@ -373,7 +374,7 @@ func (f *Fetcher) onPush(s *Stream) bool {
 	if f.closed {
 		return false
 	}
-	if res.Kind == KindSegment && !f.dueLocked(res) {
+	if res.Kind == layout.KindSegment && !f.dueLocked(res) {
 		f.held = append(f.held, s)
 		return false
 	}
@@ -390,7 +391,7 @@ func (f *Fetcher) onPush(s *Stream) bool {
 }
 
 // dueLocked says whether a pushed segment is within Ahead of real-time playback.
-func (f *Fetcher) dueLocked(res Resource) bool {
+func (f *Fetcher) dueLocked(res layout.Resource) bool {
 	k, ok := f.kinds[res.Track]
 	if !ok || f.segDur <= 0 || res.ByTime {
 		return true // nothing to pace by
@@ -401,9 +402,9 @@ func (f *Fetcher) dueLocked(res Resource) bool {
 }
 
 // deliverLocked hands s to the player (non-blocking); false leaves it in the cache.
-func (f *Fetcher) deliverLocked(s *Stream, res Resource) bool {
+func (f *Fetcher) deliverLocked(s *Stream, res layout.Resource) bool {
 	kind := player.RequestMedia
-	if res.Kind == KindInit {
+	if res.Kind == layout.KindInit {
 		kind = player.RequestInit
 	}
 	// TrackID and Number stay empty: the player matches by URL, so a push of a
@@ -414,7 +415,7 @@ func (f *Fetcher) deliverLocked(s *Stream, res Resource) bool {
 	default:
 		return false
 	}
-	if res.Kind == KindSegment {
+	if res.Kind == layout.KindSegment {
 		f.noteLocked(res.Track, res.Number, s, true)
 	} else {
 		f.inits[res.Track] = s.Len()

@@ -16,6 +16,7 @@ import (
 	"testing/fstest"
 
 	"github.com/streambed/streambed/internal/hub"
+	"github.com/streambed/streambed/internal/layout"
 	"github.com/streambed/streambed/internal/media"
 	"github.com/streambed/streambed/internal/testmedia"
 )
@@ -93,15 +94,15 @@ func FuzzParsePath(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, path string) {
-		r := ParsePath(path)
+		r := layout.Parse(path)
 		switch r.Kind {
-		case KindOther:
-			if r != (Resource{Kind: KindOther}) {
+		case layout.KindOther:
+			if r != (layout.Resource{Kind: layout.KindOther}) {
 				t.Fatalf("other, yet %+v", r)
 			}
 			return
-		case KindPage:
-			if (path != "/" && path != "/index.html") || r != (Resource{Kind: KindPage, File: "index.html"}) {
+		case layout.KindPage:
+			if (path != "/" && path != "/index.html") || r != (layout.Resource{Kind: layout.KindPage, File: "index.html"}) {
 				t.Fatalf("%q: page %+v", path, r)
 			}
 			return
@@ -124,21 +125,21 @@ func FuzzParsePath(f *testing.F) {
 			t.Fatalf("%q: %+v joins to %q", path, r, joined)
 		}
 		switch r.Kind {
-		case KindManifest:
+		case layout.KindManifest:
 			if r.Track != "" {
 				t.Fatalf("%q: manifest of a track: %+v", path, r)
 			}
-		case KindInit, KindPlaylist:
+		case layout.KindInit, layout.KindPlaylist:
 			if r.Track == "" {
 				t.Fatalf("%q: %v without a track: %+v", path, r.Kind, r)
 			}
-		case KindSegment:
+		case layout.KindSegment:
 			// The canonical name of the segment names the same segment.
 			name := strconv.FormatUint(r.Number, 10) + ".m4s"
 			if r.ByTime {
 				name = "t" + strconv.FormatUint(r.Time, 10) + ".m4s"
 			}
-			c := ParsePath(r.Base() + r.Track + "/" + name)
+			c := layout.Parse(r.Base() + r.Track + "/" + name)
 			c.File = r.File
 			if c != r || r.Track == "" || (r.ByTime && r.Number != 0) || (!r.ByTime && r.Time != 0) {
 				t.Fatalf("%q: %+v; its canonical name %s gives %+v", path, r, name, c)
@@ -244,14 +245,14 @@ func checkSaved(t *testing.T, p *Pusher, answer []byte) {
 				// A file of the page, with any query (not checked: it may hold '#', '>'
 				// or control characters), or a resource of a stream.
 				name, _, _ := strings.Cut(path, "?")
-				res := ParsePath(path)
-				if !cleanPath(name) || (!p.page.hasFile(path) && (res.Kind == KindOther || res.Kind == KindPage)) {
+				res := layout.Parse(path)
+				if !cleanPath(name) || (!p.page.hasFile(path) && (res.Kind == layout.KindOther || res.Kind == layout.KindPage)) {
 					t.Fatalf("%s pushes %q", target, path)
 				}
 				continue
 			}
-			res := ParsePath(path)
-			if res.StreamKey() != target || res.Kind == KindOther || res.Kind == KindPage {
+			res := layout.Parse(path)
+			if res.StreamKey() != target || res.Kind == layout.KindOther || res.Kind == layout.KindPage {
 				t.Fatalf("%s pushes %q (%+v)", target, path, res)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/streambed/streambed/internal/hub"
+	"github.com/streambed/streambed/internal/layout"
 	"github.com/streambed/streambed/internal/server"
 	"github.com/streambed/streambed/internal/source/looplive"
 	"github.com/streambed/streambed/internal/testmedia"
@@ -102,15 +103,15 @@ func waitTLS(t *testing.T, base string) {
 // segmentFile returns the bytes an asset path should serve.
 func (o *origin) file(t *testing.T, path string) []byte {
 	t.Helper()
-	res := h2push.ParsePath(path)
+	res := layout.Parse(path)
 	switch res.Kind {
-	case h2push.KindInit:
+	case layout.KindInit:
 		b, err := o.asset.Init(res.Track)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return b
-	case h2push.KindSegment:
+	case layout.KindSegment:
 		_, p, err := o.asset.SegmentFile(res.Track, res.Number)
 		if err != nil {
 			t.Fatal(err)
@@ -120,7 +121,7 @@ func (o *origin) file(t *testing.T, path string) []byte {
 			t.Fatal(err)
 		}
 		return b
-	case h2push.KindManifest:
+	case layout.KindManifest:
 		b, err := os.ReadFile(filepath.Join(o.dir, res.File))
 		if err != nil {
 			return nil // the origin renders it; not compared

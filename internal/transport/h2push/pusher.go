@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/streambed/streambed/internal/hub"
+	"github.com/streambed/streambed/internal/layout"
 	"github.com/streambed/streambed/internal/media"
 )
 
@@ -139,7 +140,7 @@ type plan struct {
 	strategy Strategy
 	chosen   bool // by ?push= or by the session: an explicit none also drops rule pushes
 	view     *StreamView
-	trigger  Resource
+	trigger  layout.Resource
 	pushes   []Push
 	hints    []string // Link values for 103 Early Hints (the page)
 }
@@ -178,8 +179,8 @@ func (p *Pusher) serve(w http.ResponseWriter, r *http.Request, next http.Handler
 
 // plan works out the strategy and the push set of a request.
 func (p *Pusher) plan(r *http.Request, key connKey, h2 bool) (*plan, error) {
-	pl := &plan{trigger: ParsePath(r.URL.Path)}
-	if pl.trigger.Kind == KindOther || pl.trigger.Kind == KindPlaylist {
+	pl := &plan{trigger: layout.Parse(r.URL.Path)}
+	if pl.trigger.Kind == layout.KindOther || pl.trigger.Kind == layout.KindPlaylist {
 		return pl, nil // nothing pushes from these, and ?push= is not theirs to judge
 	}
 	q := r.URL.Query()
@@ -195,16 +196,16 @@ func (p *Pusher) plan(r *http.Request, key connKey, h2 bool) (*plan, error) {
 	stream := pl.trigger
 	byTime := false
 	switch pl.trigger.Kind {
-	case KindPage:
+	case layout.KindPage:
 		stream = p.pageStream(q)
 		byTime = q.Get("mpd") == "timeline"
-	case KindManifest:
+	case layout.KindManifest:
 		byTime = pl.trigger.File == "manifest-timeline.mpd"
-	case KindSegment:
+	case layout.KindSegment:
 		byTime = pl.trigger.ByTime
 	}
 	if h2 {
-		p.sessions.with(key, chosen != nil || pl.trigger.Kind == KindManifest, func(s *session) {
+		p.sessions.with(key, chosen != nil || pl.trigger.Kind == layout.KindManifest, func(s *session) {
 			if s == nil {
 				return
 			}
@@ -212,9 +213,9 @@ func (p *Pusher) plan(r *http.Request, key connKey, h2 bool) (*plan, error) {
 				s.strategy = chosen
 			}
 			switch pl.trigger.Kind {
-			case KindManifest, KindPage:
+			case layout.KindManifest, layout.KindPage:
 				s.byTime = byTime
-			case KindInit:
+			case layout.KindInit:
 				byTime = s.byTime
 			}
 			if s.strategy != nil {
@@ -235,7 +236,7 @@ func (p *Pusher) plan(r *http.Request, key connKey, h2 bool) (*plan, error) {
 			pl.view = v
 		}
 	}
-	if pl.view != nil && pl.trigger.Kind == KindSegment {
+	if pl.view != nil && pl.trigger.Kind == layout.KindSegment {
 		if n, ok := p.segmentNumber(pl.trigger); ok {
 			pl.trigger.Number = n
 		} else {
@@ -245,11 +246,11 @@ func (p *Pusher) plan(r *http.Request, key connKey, h2 bool) (*plan, error) {
 	pl.pushes = PushSet(pl.strategy, pl.view, pl.trigger)
 	explicit := !(pl.chosen && pl.strategy.Mode == None)
 	switch pl.trigger.Kind {
-	case KindPage:
+	case layout.KindPage:
 		var pre []Push
 		if pl.strategy.Mode == Init || pl.strategy.Mode == InitFirst || pl.strategy.Mode == All {
 			for _, a := range p.page.assets {
-				pre = append(pre, Push{Path: a, Kind: KindOther, Prio: -1})
+				pre = append(pre, Push{Path: a, Kind: layout.KindOther, Prio: -1})
 			}
 		}
 		if explicit {
@@ -259,7 +260,7 @@ func (p *Pusher) plan(r *http.Request, key connKey, h2 bool) (*plan, error) {
 		}
 		pl.pushes = dedupe(append(pre, pl.pushes...))
 		pl.hints = p.pageHints(q, pl.view)
-	case KindManifest:
+	case layout.KindManifest:
 		if explicit {
 			if rule := rules.ruleFor(stream.StreamKey()); rule != nil {
 				pl.pushes = dedupe(append(rulePushes(rule), pl.pushes...))
@@ -272,7 +273,7 @@ func (p *Pusher) plan(r *http.Request, key connKey, h2 bool) (*plan, error) {
 func rulePushes(r *Rule) []Push {
 	out := make([]Push, 0, len(r.Push))
 	for _, path := range r.Push {
-		res := ParsePath(strings.SplitN(path, "?", 2)[0])
+		res := layout.Parse(strings.SplitN(path, "?", 2)[0])
 		out = append(out, Push{Path: path, Kind: res.Kind, Track: res.Track, Number: res.Number, Prio: -1})
 	}
 	return out
@@ -292,7 +293,7 @@ func dedupe(ps []Push) []Push {
 
 // pageStream is the stream of the page's deep link /?stream=NAME&live=0|1: the asset
 // unless live=1 (or there is no such asset).
-func (p *Pusher) pageStream(q map[string][]string) Resource {
+func (p *Pusher) pageStream(q map[string][]string) layout.Resource {
 	get := func(k string) string {
 		if v := q[k]; len(v) > 0 {
 			return v[0]
@@ -301,7 +302,7 @@ func (p *Pusher) pageStream(q map[string][]string) Resource {
 	}
 	name := get("stream")
 	if !media.ValidName(name) {
-		return Resource{}
+		return layout.Resource{}
 	}
 	live := get("live") == "1"
 	if !live {
@@ -309,11 +310,11 @@ func (p *Pusher) pageStream(q map[string][]string) Resource {
 			live = true
 		}
 	}
-	return Resource{Stream: name, Live: live}
+	return layout.Resource{Stream: name, Live: live}
 }
 
 // view describes the stream of res for PushSet.
-func (p *Pusher) view(res Resource, byTime bool) (*StreamView, error) {
+func (p *Pusher) view(res layout.Resource, byTime bool) (*StreamView, error) {
 	st, err := p.hub.Stream(res.Stream, res.Live)
 	if err != nil {
 		return nil, err
@@ -336,7 +337,7 @@ func nowOf(st hub.Stream) time.Time {
 }
 
 // segmentNumber resolves the number of a segment request (also one named by time).
-func (p *Pusher) segmentNumber(res Resource) (uint64, bool) {
+func (p *Pusher) segmentNumber(res layout.Resource) (uint64, bool) {
 	if !res.ByTime {
 		return res.Number, true
 	}
@@ -474,7 +475,7 @@ func (p *Pusher) linkHeaders(w http.ResponseWriter, ps []Push) {
 	}
 }
 
-func preload(path string, k ResourceKind) string {
+func preload(path string, k layout.Kind) string {
 	as := "fetch"
 	switch {
 	case strings.HasSuffix(strings.SplitN(path, "?", 2)[0], ".js"):
@@ -494,7 +495,7 @@ func preload(path string, k ResourceKind) string {
 func (p *Pusher) pageHints(q map[string][]string, v *StreamView) []string {
 	var out []string
 	for _, a := range p.page.assets {
-		out = append(out, preload(a, KindOther))
+		out = append(out, preload(a, layout.KindOther))
 	}
 	if v == nil || (len(q["player"]) > 0 && q["player"][0] == "wspush") {
 		return out // WebSocket push brings the inits itself and reads no manifest
@@ -506,9 +507,9 @@ func (p *Pusher) pageHints(q map[string][]string, v *StreamView) []string {
 	case v.ByTime:
 		file = "manifest-timeline.mpd"
 	}
-	out = append(out, preload(v.Base+file, KindManifest))
+	out = append(out, preload(v.Base+file, layout.KindManifest))
 	for _, t := range v.Info.Tracks {
-		out = append(out, preload(v.Base+t.ID+"/init.mp4", KindInit))
+		out = append(out, preload(v.Base+t.ID+"/init.mp4", layout.KindInit))
 	}
 	return out
 }
@@ -547,7 +548,7 @@ func (p *Pusher) servePushed(w http.ResponseWriter, r *http.Request, next http.H
 	} else {
 		seq = 0
 	}
-	res := ParsePath(strings.SplitN(r.URL.Path, "?", 2)[0])
+	res := layout.Parse(strings.SplitN(r.URL.Path, "?", 2)[0])
 	prio := p.pushPriority(res)
 	fail := func() {
 		p.st.cancelled.Add(1)
@@ -582,8 +583,8 @@ func (p *Pusher) servePushed(w http.ResponseWriter, r *http.Request, next http.H
 // pushPriority orders promised responses: a segment by its media time in seconds
 // (a live segment not yet there by its number times the nominal duration, which is
 // its start on a looped channel), everything else first.
-func (p *Pusher) pushPriority(res Resource) float64 {
-	if res.Kind != KindSegment {
+func (p *Pusher) pushPriority(res layout.Resource) float64 {
+	if res.Kind != layout.KindSegment {
 		return -1
 	}
 	st, err := p.hub.Stream(res.Stream, res.Live)
@@ -607,8 +608,8 @@ func (p *Pusher) pushPriority(res Resource) float64 {
 const maxLiveWait = 10 * time.Minute
 
 // awaitLive holds a promised live segment's response until the segment is stored.
-func (p *Pusher) awaitLive(ctx context.Context, res Resource) error {
-	if res.Kind != KindSegment || !res.Live || res.ByTime {
+func (p *Pusher) awaitLive(ctx context.Context, res layout.Resource) error {
+	if res.Kind != layout.KindSegment || !res.Live || res.ByTime {
 		return nil
 	}
 	c, err := p.hub.Channel(res.Stream)

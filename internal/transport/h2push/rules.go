@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/streambed/streambed/internal/layout"
 )
 
 // Rules are the push rules the admin page edits: per target (the player page, an
@@ -124,8 +126,8 @@ func (p *Pusher) checkStreamPath(path, base string) error {
 	if base != "" && !strings.HasPrefix(path, base) {
 		return fmt.Errorf("%q is outside %s: a rule pushes only its own stream's files", path, base)
 	}
-	res := ParsePath(path)
-	if res.Kind == KindOther || res.Kind == KindPage {
+	res := layout.Parse(path)
+	if res.Kind == layout.KindOther || res.Kind == layout.KindPage {
 		return fmt.Errorf("%q is not a manifest, init or segment of a stream, nor a file of the page", path)
 	}
 	if res.Live {
@@ -133,7 +135,7 @@ func (p *Pusher) checkStreamPath(path, base string) error {
 		if err != nil {
 			return fmt.Errorf("%q: no live channel %q", path, res.Stream)
 		}
-		if res.Kind == KindSegment {
+		if res.Kind == layout.KindSegment {
 			return fmt.Errorf("%q: live segments come and go; choose a strategy (k<K>, all) to push them", path)
 		}
 		if res.Track != "" {
@@ -152,7 +154,7 @@ func (p *Pusher) checkStreamPath(path, base string) error {
 			return fmt.Errorf("%q: asset %q has no track %q", path, res.Stream, res.Track)
 		}
 	}
-	if res.Kind == KindSegment {
+	if res.Kind == layout.KindSegment {
 		var err error
 		if res.ByTime {
 			_, err = a.RefAt(res.Track, res.Time, time.Time{})

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/streambed/streambed/internal/layout"
 	"github.com/streambed/streambed/internal/media"
 )
 
@@ -92,7 +93,7 @@ type StreamView struct {
 // Push is one resource to promise.
 type Push struct {
 	Path   string // absolute path on this origin
-	Kind   ResourceKind
+	Kind   layout.Kind
 	Track  string // init and segments
 	Number uint64 // segments
 	// Prio orders the promised responses on the connection: media time in seconds for
@@ -108,13 +109,13 @@ const liveWindowCap = 60
 // named by time). Page requests get the set of their MPD, plus the MPD itself; the
 // page's own assets are the caller's business. Duplicates of what a connection
 // already has are the caller's business too.
-func PushSet(st Strategy, v *StreamView, trig Resource) []Push {
+func PushSet(st Strategy, v *StreamView, trig layout.Resource) []Push {
 	if v == nil || v.Info == nil || st.Mode == None || st.Mode == "" {
 		return nil
 	}
 	var out []Push
 	switch trig.Kind {
-	case KindPage:
+	case layout.KindPage:
 		if st.Mode != Init && st.Mode != InitFirst && st.Mode != All {
 			return nil
 		}
@@ -122,10 +123,10 @@ func PushSet(st Strategy, v *StreamView, trig Resource) []Push {
 		if v.ByTime {
 			mpd = "manifest-timeline.mpd"
 		}
-		out = append(out, Push{Path: v.Base + mpd, Kind: KindManifest, Prio: -1})
-		trig = Resource{Kind: KindManifest, Live: v.Live, File: mpd}
+		out = append(out, Push{Path: v.Base + mpd, Kind: layout.KindManifest, Prio: -1})
+		trig = layout.Resource{Kind: layout.KindManifest, Live: v.Live, File: mpd}
 		fallthrough
-	case KindManifest:
+	case layout.KindManifest:
 		switch st.Mode {
 		case Init:
 			out = append(out, v.inits(v.tracks(media.Audio), v.tracks(media.Video))...)
@@ -151,7 +152,7 @@ func PushSet(st Strategy, v *StreamView, trig Resource) []Push {
 			last := v.lastNumber(first)
 			out = append(out, interleave(v.segments(lo, first, last), v.segments(a, first, last))...)
 		}
-	case KindInit:
+	case layout.KindInit:
 		t := v.track(trig.Track)
 		if st.Mode != Audio || t == nil || t.Kind != media.Audio {
 			return nil
@@ -161,7 +162,7 @@ func PushSet(st Strategy, v *StreamView, trig Resource) []Push {
 			return nil
 		}
 		out = v.segments(t, first, v.lastNumber(first))
-	case KindSegment:
+	case layout.KindSegment:
 		t := v.track(trig.Track)
 		if t == nil {
 			return nil
@@ -244,7 +245,7 @@ func (v *StreamView) inits(groups ...[]*media.Track) []Push {
 	var out []Push
 	for _, g := range groups {
 		for _, t := range g {
-			out = append(out, Push{Path: v.Base + t.ID + "/init.mp4", Kind: KindInit, Track: t.ID, Prio: -1})
+			out = append(out, Push{Path: v.Base + t.ID + "/init.mp4", Kind: layout.KindInit, Track: t.ID, Prio: -1})
 		}
 	}
 	return out
@@ -307,7 +308,7 @@ func (v *StreamView) segments(t *media.Track, from, to uint64) []Push {
 		d := v.SegmentDuration
 		for n := from; n <= to; n++ {
 			out = append(out, Push{
-				Path: v.Base + t.ID + "/" + strconv.FormatUint(n, 10) + ".m4s", Kind: KindSegment, Track: t.ID, Number: n,
+				Path: v.Base + t.ID + "/" + strconv.FormatUint(n, 10) + ".m4s", Kind: layout.KindSegment, Track: t.ID, Number: n,
 				Prio: float64(n) * d.Seconds(),
 			})
 		}
@@ -326,7 +327,7 @@ func (v *StreamView) segments(t *media.Track, from, to uint64) []Push {
 			name = "t" + strconv.FormatUint(s.Start, 10) + ".m4s"
 		}
 		out = append(out, Push{
-			Path: v.Base + t.ID + "/" + name, Kind: KindSegment, Track: t.ID, Number: n,
+			Path: v.Base + t.ID + "/" + name, Kind: layout.KindSegment, Track: t.ID, Number: n,
 			Prio: float64(s.Start) / float64(t.Timescale),
 		})
 	}

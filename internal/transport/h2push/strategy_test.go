@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/streambed/streambed/internal/layout"
 	"github.com/streambed/streambed/internal/media"
 )
 
@@ -58,17 +59,17 @@ func TestParseStrategy(t *testing.T) {
 
 func TestPushSetOnDemand(t *testing.T) {
 	v := &StreamView{Base: "/vod/clip/", Info: testStream()}
-	mpd := Resource{Kind: KindManifest, Stream: "clip", File: "manifest.mpd"}
-	page := Resource{Kind: KindPage}
-	seg := func(track string, n uint64) Resource {
-		return Resource{Kind: KindSegment, Stream: "clip", Track: track, Number: n}
+	mpd := layout.Resource{Kind: layout.KindManifest, Stream: "clip", File: "manifest.mpd"}
+	page := layout.Resource{Kind: layout.KindPage}
+	seg := func(track string, n uint64) layout.Resource {
+		return layout.Resource{Kind: layout.KindSegment, Stream: "clip", Track: track, Number: n}
 	}
-	audioInit := Resource{Kind: KindInit, Stream: "clip", Track: "a128"}
-	videoInit := Resource{Kind: KindInit, Stream: "clip", Track: "v800"}
+	audioInit := layout.Resource{Kind: layout.KindInit, Stream: "clip", Track: "a128"}
+	videoInit := layout.Resource{Kind: layout.KindInit, Stream: "clip", Track: "v800"}
 	inits := "a128/init.mp4 v400/init.mp4 v800/init.mp4 v1500/init.mp4"
 	for _, tc := range []struct {
 		strategy string
-		trig     Resource
+		trig     layout.Resource
 		want     string
 	}{
 		{"none", mpd, ""},
@@ -109,14 +110,14 @@ func TestPushSetOnDemand(t *testing.T) {
 
 func TestPushSetByTimeAndPriority(t *testing.T) {
 	v := &StreamView{Base: "/vod/clip/", Info: testStream(), ByTime: true}
-	got := PushSet(Strategy{Mode: KPush, K: 3}, v, Resource{Kind: KindSegment, Track: "v800", Number: 2})
+	got := PushSet(Strategy{Mode: KPush, K: 3}, v, layout.Resource{Kind: layout.KindSegment, Track: "v800", Number: 2})
 	if want := "v800/t51200.m4s v800/t76800.m4s"; paths(got) != want {
 		t.Fatalf("by time: got %s, want %s", paths(got), want)
 	}
 	if got[0].Prio != 4 || got[1].Prio != 6 || got[0].Number != 3 {
 		t.Errorf("priorities %v %v (numbers %d), want media seconds 4 and 6", got[0].Prio, got[1].Prio, got[0].Number)
 	}
-	page := PushSet(Strategy{Mode: Init}, v, Resource{Kind: KindPage})
+	page := PushSet(Strategy{Mode: Init}, v, layout.Resource{Kind: layout.KindPage})
 	if page[0].Path != "/vod/clip/manifest-timeline.mpd" || page[0].Prio != -1 {
 		t.Errorf("page with a timeline MPD pushes %s first", page[0].Path)
 	}
@@ -131,24 +132,24 @@ func TestPushSetLive(t *testing.T) {
 	v := &StreamView{Base: "/live/clip/", Info: info, Live: true, Latest: 49, HasLatest: true, SegmentDuration: 2 * time.Second, DVRWindow: 6 * time.Second}
 	livePaths := func(ps []Push) string { return strings.ReplaceAll(paths(ps), "/live/clip/", "") }
 
-	got := PushSet(Strategy{Mode: KPush, K: 3}, v, Resource{Kind: KindSegment, Live: true, Track: "v400", Number: 50})
+	got := PushSet(Strategy{Mode: KPush, K: 3}, v, layout.Resource{Kind: layout.KindSegment, Live: true, Track: "v400", Number: 50})
 	if want := "v400/51.m4s v400/52.m4s"; livePaths(got) != want {
 		t.Fatalf("k3 live: %s, want %s", livePaths(got), want)
 	}
 	if got[0].Prio != 102 {
 		t.Errorf("segment 51 has priority %v, want its start, 102 s", got[0].Prio)
 	}
-	got = PushSet(Strategy{Mode: InitFirst}, v, Resource{Kind: KindManifest, Live: true, File: "manifest.mpd"})
+	got = PushSet(Strategy{Mode: InitFirst}, v, layout.Resource{Kind: layout.KindManifest, Live: true, File: "manifest.mpd"})
 	if want := "a128/init.mp4 v400/init.mp4 v800/init.mp4 v1500/init.mp4 a128/48.m4s v800/48.m4s"; livePaths(got) != want {
 		t.Errorf("init-first live: %s, want %s", livePaths(got), want)
 	}
 	// all and audio push a DVR window's worth (3 segments), as they appear.
-	got = PushSet(Strategy{Mode: Audio}, v, Resource{Kind: KindInit, Live: true, Track: "a128"})
+	got = PushSet(Strategy{Mode: Audio}, v, layout.Resource{Kind: layout.KindInit, Live: true, Track: "a128"})
 	if want := "a128/48.m4s a128/49.m4s a128/50.m4s"; livePaths(got) != want {
 		t.Errorf("audio live: %s, want %s", livePaths(got), want)
 	}
 	v.ByTime = true
-	if got := PushSet(Strategy{Mode: KPush, K: 3}, v, Resource{Kind: KindSegment, Live: true, Track: "v400", Number: 50}); len(got) != 0 {
+	if got := PushSet(Strategy{Mode: KPush, K: 3}, v, layout.Resource{Kind: layout.KindSegment, Live: true, Track: "v400", Number: 50}); len(got) != 0 {
 		t.Errorf("live $Time$ pushes %s; their names are not known ahead", livePaths(got))
 	}
 }
@@ -156,22 +157,22 @@ func TestPushSetLive(t *testing.T) {
 func TestParsePath(t *testing.T) {
 	for _, tc := range []struct {
 		path string
-		want Resource
+		want layout.Resource
 	}{
-		{"/", Resource{Kind: KindPage, File: "index.html"}},
-		{"/vod/a/manifest.mpd", Resource{Kind: KindManifest, Stream: "a", File: "manifest.mpd"}},
-		{"/live/c/master.m3u8", Resource{Kind: KindManifest, Live: true, Stream: "c", File: "master.m3u8"}},
-		{"/vod/a/v1/init.mp4", Resource{Kind: KindInit, Stream: "a", Track: "v1", File: "init.mp4"}},
-		{"/vod/a/v1/17.m4s", Resource{Kind: KindSegment, Stream: "a", Track: "v1", File: "17.m4s", Number: 17}},
-		{"/vod/a/v1/t900.m4s", Resource{Kind: KindSegment, Stream: "a", Track: "v1", File: "t900.m4s", ByTime: true, Time: 900}},
-		{"/vod/a/v1/playlist.m3u8", Resource{Kind: KindPlaylist, Stream: "a", Track: "v1", File: "playlist.m3u8"}},
-		{"/vod/a/../b/manifest.mpd", Resource{}},
-		{"/vod/a/v1/x.m4s", Resource{}},
-		{"/vod/a/v1/+1.m4s", Resource{}},
-		{"/api/streams", Resource{}},
-		{"/vod/a/other.txt", Resource{}},
+		{"/", layout.Resource{Kind: layout.KindPage, File: "index.html"}},
+		{"/vod/a/manifest.mpd", layout.Resource{Kind: layout.KindManifest, Stream: "a", File: "manifest.mpd"}},
+		{"/live/c/master.m3u8", layout.Resource{Kind: layout.KindManifest, Live: true, Stream: "c", File: "master.m3u8"}},
+		{"/vod/a/v1/init.mp4", layout.Resource{Kind: layout.KindInit, Stream: "a", Track: "v1", File: "init.mp4"}},
+		{"/vod/a/v1/17.m4s", layout.Resource{Kind: layout.KindSegment, Stream: "a", Track: "v1", File: "17.m4s", Number: 17}},
+		{"/vod/a/v1/t900.m4s", layout.Resource{Kind: layout.KindSegment, Stream: "a", Track: "v1", File: "t900.m4s", ByTime: true, Time: 900}},
+		{"/vod/a/v1/playlist.m3u8", layout.Resource{Kind: layout.KindPlaylist, Stream: "a", Track: "v1", File: "playlist.m3u8"}},
+		{"/vod/a/../b/manifest.mpd", layout.Resource{}},
+		{"/vod/a/v1/x.m4s", layout.Resource{}},
+		{"/vod/a/v1/+1.m4s", layout.Resource{}},
+		{"/api/streams", layout.Resource{}},
+		{"/vod/a/other.txt", layout.Resource{}},
 	} {
-		if got := ParsePath(tc.path); !reflect.DeepEqual(got, tc.want) {
+		if got := layout.Parse(tc.path); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: %+v, want %+v", tc.path, got, tc.want)
 		}
 	}

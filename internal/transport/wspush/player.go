@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/streambed/streambed/internal/layout"
 	"github.com/streambed/streambed/internal/media"
 	"github.com/streambed/streambed/internal/player"
 	"github.com/streambed/streambed/internal/player/dash"
@@ -129,23 +130,19 @@ func NewPlayerTransport(u *url.URL, o PlayerOptions) (*PlayerTransport, error) {
 		}
 		o.MaxBitrate = n
 	}
-	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+	stream, live, err := layout.ParseWebSocket(u.Path)
+	if err != nil {
+		return nil, fmt.Errorf("%q is not a push URL: want ws://HOST/ws/CHANNEL or ws://HOST/ws/vod/ASSET", u.String())
+	}
 	t := &PlayerTransport{opts: o, wsURL: u, changed: make(chan struct{}), out: make(chan player.Delivery),
 		quit: make(chan struct{}), passed: map[string]uint64{}, inits: map[string][]byte{}, reps: map[string]repInfo{}, firstOf: map[media.Kind]string{},
 		wanted: map[wantKey]int{}}
-	switch {
-	case len(parts) == 2 && parts[0] == "ws" && media.ValidName(parts[1]):
-		t.wsDir, t.httpDir = "/ws/", "/live/"+parts[1]+"/"
-	case len(parts) == 3 && parts[0] == "ws" && parts[1] == "vod" && media.ValidName(parts[2]):
-		t.wsDir, t.httpDir = "/ws/vod/", "/vod/"+parts[2]+"/"
-	default:
-		return nil, fmt.Errorf("%q is not a push URL: want ws://HOST/ws/CHANNEL or ws://HOST/ws/vod/ASSET", u.String())
-	}
+	t.wsDir = strings.TrimSuffix(layout.WebSocket(live, stream), stream) // "/ws/" or "/ws/vod/"
+	t.httpDir = layout.Base(live, stream)
 	hu := *u
 	hu.Scheme = strings.Replace(u.Scheme, "ws", "http", 1)
-	hu.Path, hu.RawPath, hu.RawQuery = t.httpDir+"manifest.mpd", "", ""
+	hu.Path, hu.RawPath, hu.RawQuery = layout.Manifest(live, stream, layout.MPD), "", ""
 	t.manifest = hu.String()
-	var err error
 	t.pull, err = httppull.NewClient(httppull.ClientOptions{Protocol: httppull.HTTP1, Insecure: o.Insecure, DialContext: o.DialContext})
 	if err != nil {
 		return nil, err
@@ -226,16 +223,13 @@ func (t *PlayerTransport) Close() error {
 
 // pushURLOf maps a stream's MPD URL to its push URL.
 func pushURLOf(u *url.URL) (*url.URL, error) {
-	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
-	if len(parts) != 3 || (parts[0] != "live" && parts[0] != "vod") || parts[2] != "manifest.mpd" {
+	r := layout.Parse(u.Path)
+	if r.Kind != layout.KindManifest || r.File != layout.MPD {
 		return nil, fmt.Errorf("transport ws: %q is not a stream's MPD (/live/CHANNEL/manifest.mpd, /vod/ASSET/manifest.mpd); give ws://HOST/ws/CHANNEL", u.String())
 	}
 	pu := *u
 	pu.Scheme = strings.Replace(u.Scheme, "http", "ws", 1)
-	pu.Path, pu.RawPath = "/ws/"+parts[1], ""
-	if parts[0] == "vod" {
-		pu.Path = "/ws/vod/" + parts[1]
-	}
+	pu.Path, pu.RawPath = layout.WebSocket(r.Live, r.Stream), ""
 	return &pu, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/streambed/streambed/internal/hub"
+	"github.com/streambed/streambed/internal/layout"
 	"github.com/streambed/streambed/internal/media"
 	"github.com/streambed/streambed/internal/transport"
 )
@@ -140,12 +141,7 @@ func Attach(ctx context.Context, host transport.Host, cfg Config) (*Handler, err
 	}
 	host.Handle("GET /ws/{channel}", h)
 	host.Handle("GET /ws/vod/{asset}", h)
-	host.Advertise("ws", func(st hub.Stream) string {
-		if st.Live() {
-			return "/ws/" + st.Info().Name
-		}
-		return "/ws/vod/" + st.Info().Name
-	})
+	host.Advertise("ws", func(st hub.Stream) string { return layout.WebSocket(st.Live(), st.Info().Name) })
 	return h, nil
 }
 

@@ -1,0 +1,211 @@
+// Package layout is the origin's URL layout, parsed and built in one place:
+//
+//	/vod/{asset}/manifest.mpd | manifest-timeline.mpd | master.m3u8
+//	/vod/{asset}/{track}/init.mp4 | playlist.m3u8 | {number}.m4s | t{time}.m4s
+//	/live/{channel}/...                the same for a live channel
+//	/ws/{channel}, /ws/vod/{asset}     WebSocket push
+//
+// The relative names agree with the SegmentTemplates of the origin's MPDs
+// (manifest.AssetInitTemplate and friends).
+package layout
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/streambed/streambed/internal/media"
+)
+
+// File names of a stream folder and of a track folder.
+const (
+	MPD         = "manifest.mpd"          // SegmentTemplate with $Number$
+	MPDTimeline = "manifest-timeline.mpd" // SegmentTimeline with $Time$
+	Master      = "master.m3u8"           // HLS multivariant playlist
+	Playlist    = "playlist.m3u8"         // HLS media playlist of a track
+	Init        = "init.mp4"              // CMAF header of a track
+)
+
+// Kind says what a request path names.
+type Kind int
+
+const (
+	KindOther    Kind = iota // anything else: API, page assets, metrics
+	KindPage                 // the player page: / or /index.html
+	KindManifest             // an MPD or HLS multivariant playlist
+	KindPlaylist             // an HLS media playlist
+	KindInit                 // a track's init segment
+	KindSegment              // a media segment
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindPage:
+		return "page"
+	case KindManifest:
+		return "manifest"
+	case KindPlaylist:
+		return "playlist"
+	case KindInit:
+		return "init"
+	case KindSegment:
+		return "segment"
+	}
+	return "other"
+}
+
+// Resource is a request path of the origin, parsed.
+type Resource struct {
+	Kind   Kind
+	Live   bool
+	Stream string // asset or channel name
+	Track  string // init, segment, playlist
+	File   string // last path element
+	Number uint64 // segment by number
+	ByTime bool   // segment named t{time}.m4s
+	Time   uint64 // segment by time
+}
+
+// SegmentName is a media segment's file name: "{number}.m4s" or "t{time}.m4s".
+type SegmentName struct {
+	Number uint64 // segment by number
+	ByTime bool   // named t{time}.m4s
+	Time   uint64 // segment by time
+}
+
+// StreamKey is "vod/NAME" or "live/NAME".
+func (r Resource) StreamKey() string {
+	if r.Stream == "" {
+		return ""
+	}
+	if r.Live {
+		return "live/" + r.Stream
+	}
+	return "vod/" + r.Stream
+}
+
+// Base is the URL path of the stream's folder: "/vod/NAME/".
+func (r Resource) Base() string { return Base(r.Live, r.Stream) }
+
+// Parse classifies a request path by the origin's URL layout.
+func Parse(path string) Resource {
+	if path == "/" || path == "/index.html" {
+		return Resource{Kind: KindPage, File: "index.html"}
+	}
+	var r Resource
+	rest, ok := strings.CutPrefix(path, "/vod/")
+	if !ok {
+		if rest, ok = strings.CutPrefix(path, "/live/"); !ok {
+			return Resource{Kind: KindOther}
+		}
+		r.Live = true
+	}
+	parts := strings.Split(rest, "/")
+	for _, p := range parts {
+		if !media.ValidName(p) {
+			return Resource{Kind: KindOther}
+		}
+	}
+	switch len(parts) {
+	case 2:
+		r.Stream, r.File = parts[0], parts[1]
+		if IsManifest(r.File) {
+			r.Kind = KindManifest
+			return r
+		}
+	case 3:
+		r.Stream, r.Track, r.File = parts[0], parts[1], parts[2]
+		switch r.File {
+		case Init:
+			r.Kind = KindInit
+			return r
+		case Playlist:
+			r.Kind = KindPlaylist
+			return r
+		}
+		if sn, err := ParseSegmentName(r.File); err == nil {
+			r.Kind, r.Number, r.ByTime, r.Time = KindSegment, sn.Number, sn.ByTime, sn.Time
+			return r
+		}
+	}
+	return Resource{Kind: KindOther}
+}
+
+// IsManifest reports whether file is one of a stream folder's manifests.
+func IsManifest(file string) bool {
+	switch file {
+	case MPD, MPDTimeline, Master:
+		return true
+	}
+	return false
+}
+
+// ParseSegmentName parses a segment file name; anything else is a bad request.
+func ParseSegmentName(file string) (SegmentName, error) {
+	base, ok := strings.CutSuffix(file, ".m4s")
+	if !ok || base == "" {
+		return SegmentName{}, fmt.Errorf("%q is not a segment name ({number}.m4s or t{time}.m4s): %w", file, media.ErrBadRequest)
+	}
+	var sn SegmentName
+	if rest, ok := strings.CutPrefix(base, "t"); ok {
+		sn.ByTime, base = true, rest
+	}
+	if base == "" || len(base) > 20 || base[0] == '+' || base[0] == '-' {
+		return SegmentName{}, fmt.Errorf("%q is not a segment name: %w", file, media.ErrBadRequest)
+	}
+	v, err := strconv.ParseUint(base, 10, 64)
+	if err != nil {
+		return SegmentName{}, fmt.Errorf("%q is not a segment name: %w", file, media.ErrBadRequest)
+	}
+	if sn.ByTime {
+		sn.Time = v
+	} else {
+		sn.Number = v
+	}
+	return sn, nil
+}
+
+// Base is the URL path of a stream's folder: "/live/NAME/" or "/vod/NAME/".
+func Base(live bool, stream string) string {
+	if live {
+		return "/live/" + stream + "/"
+	}
+	return "/vod/" + stream + "/"
+}
+
+// Manifest is the path of one of a stream's manifests (MPD, MPDTimeline, Master).
+func Manifest(live bool, stream, file string) string { return Base(live, stream) + file }
+
+// TrackFile is the path of a file in a track's folder (Init, Playlist).
+func TrackFile(live bool, stream, track, file string) string {
+	return Base(live, stream) + track + "/" + file
+}
+
+// Segment is the path of segment n of a track, named by number.
+func Segment(live bool, stream, track string, n uint64) string {
+	return Base(live, stream) + track + "/" + strconv.FormatUint(n, 10) + ".m4s"
+}
+
+// SegmentAt is the path of the segment of a track that starts at media time t.
+func SegmentAt(live bool, stream, track string, t uint64) string {
+	return Base(live, stream) + track + "/t" + strconv.FormatUint(t, 10) + ".m4s"
+}
+
+// WebSocket is the path of a stream's WebSocket push endpoint.
+func WebSocket(live bool, stream string) string {
+	if live {
+		return "/ws/" + stream
+	}
+	return "/ws/vod/" + stream
+}
+
+// ParseWebSocket reads a WebSocket push path: the stream and whether it is live.
+func ParseWebSocket(path string) (stream string, live bool, err error) {
+	if name, ok := strings.CutPrefix(path, "/ws/vod/"); ok && media.ValidName(name) {
+		return name, false, nil
+	}
+	if name, ok := strings.CutPrefix(path, "/ws/"); ok && media.ValidName(name) {
+		return name, true, nil
+	}
+	return "", false, fmt.Errorf("%q is not a push path (/ws/CHANNEL or /ws/vod/ASSET): %w", path, media.ErrBadRequest)
+}
