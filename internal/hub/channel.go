@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/streambed/streambed/internal/media"
@@ -24,7 +25,8 @@ type Clock func() time.Time
 // Memory is bounded by the DVR window: segments that left it are dropped. Each chunk
 // is stored once and shared by reference with every reader.
 type Channel struct {
-	info     *media.Stream
+	name     string
+	info     atomic.Pointer[media.Stream] // replaced, never changed, when a track is added
 	timeline media.Timeline
 	delay    time.Duration // MPD@suggestedPresentationDelay
 	od       OnDemand      // nil: only what sources append
@@ -108,7 +110,7 @@ func NewChannel(cfg ChannelConfig) (*Channel, error) {
 		now = time.Now
 	}
 	c := &Channel{
-		info: &info, timeline: cfg.Timeline, delay: cfg.PresentationDelay, od: cfg.OnDemand, now: now,
+		name: info.Name, timeline: cfg.Timeline, delay: cfg.PresentationDelay, od: cfg.OnDemand, now: now,
 		tracks: map[string]*liveTrack{}, subs: map[*Subscription]struct{}{}, changed: make(chan struct{}),
 	}
 	if c.delay == 0 {
@@ -117,6 +119,7 @@ func NewChannel(cfg ChannelConfig) (*Channel, error) {
 	for _, t := range info.Tracks {
 		c.tracks[t.ID] = &liveTrack{track: t, init: cfg.Inits[t.ID]}
 	}
+	c.info.Store(&info)
 	if cfg.ArchiveDir != "" {
 		a, err := newArchive(cfg.ArchiveDir, cfg.Inits)
 		if err != nil {
@@ -127,8 +130,46 @@ func NewChannel(cfg ChannelConfig) (*Channel, error) {
 	return c, nil
 }
 
-// Info describes the channel.
-func (c *Channel) Info() *media.Stream { return c.info }
+// Info describes the channel: its tracks as they are now (an encoder adds its tracks
+// as it connects). The value is never changed; AddTrack replaces it.
+func (c *Channel) Info() *media.Stream { return c.info.Load() }
+
+// AddTrack adds a track, or replaces the description of one with the same ID (an
+// encoder that reconnects may bring a new codec string or bandwidth). Tracks are kept
+// in stream order: video rungs by ascending bandwidth, then audio.
+func (c *Channel) AddTrack(t *media.Track) error {
+	if t == nil || !media.ValidName(t.ID) || t.Timescale == 0 || (t.Kind != media.Video && t.Kind != media.Audio) {
+		return fmt.Errorf("channel %q: a track needs a URL-safe ID, a kind and a timescale: %w", c.name, media.ErrInvalidMedia)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if lt, ok := c.tracks[t.ID]; ok {
+		if lt.track.Timescale != t.Timescale || lt.track.Kind != t.Kind {
+			return fmt.Errorf("channel %q track %q: kind or timescale changed (%s %d → %s %d); a new track needs a new name: %w",
+				c.name, t.ID, lt.track.Kind, lt.track.Timescale, t.Kind, t.Timescale, media.ErrInvalidMedia)
+		}
+		lt.track = t
+	} else {
+		c.tracks[t.ID] = &liveTrack{track: t}
+	}
+	info := *c.info.Load()
+	info.Tracks = make([]*media.Track, 0, len(c.tracks))
+	for _, lt := range c.tracks {
+		info.Tracks = append(info.Tracks, lt.track)
+	}
+	sort.SliceStable(info.Tracks, func(i, j int) bool {
+		a, b := info.Tracks[i], info.Tracks[j]
+		if a.Kind != b.Kind {
+			return a.Kind == media.Video
+		}
+		if a.Bandwidth != b.Bandwidth {
+			return a.Bandwidth < b.Bandwidth
+		}
+		return a.ID < b.ID
+	})
+	c.info.Store(&info)
+	return nil
+}
 
 // Live is true: a channel grows and keeps a window.
 func (c *Channel) Live() bool { return true }
@@ -143,10 +184,13 @@ func (c *Channel) PresentationDelay() time.Duration { return c.delay }
 func (c *Channel) Now() time.Time { return c.now() }
 
 func (c *Channel) track(trackID string) (*liveTrack, error) {
-	if lt, ok := c.tracks[trackID]; ok {
+	c.mu.Lock()
+	lt, ok := c.tracks[trackID]
+	c.mu.Unlock()
+	if ok {
 		return lt, nil
 	}
-	return nil, fmt.Errorf("channel %q has no track %q: %w", c.info.Name, trackID, media.ErrNotFound)
+	return nil, fmt.Errorf("channel %q has no track %q: %w", c.name, trackID, media.ErrNotFound)
 }
 
 // ---- the source's side ----
@@ -158,7 +202,7 @@ func (c *Channel) SetInit(trackID string, init []byte) error {
 		return err
 	}
 	if len(init) == 0 {
-		return fmt.Errorf("channel %q track %q: empty init segment: %w", c.info.Name, trackID, media.ErrInvalidMedia)
+		return fmt.Errorf("channel %q track %q: empty init segment: %w", c.name, trackID, media.ErrInvalidMedia)
 	}
 	c.mu.Lock()
 	lt.init = init
@@ -183,12 +227,12 @@ func (c *Channel) AppendChunk(trackID string, n uint64, ch *media.Chunk, end boo
 		return err
 	}
 	if ch == nil || len(ch.Data) == 0 {
-		return fmt.Errorf("channel %q track %q segment %d: empty chunk: %w", c.info.Name, trackID, n, media.ErrInvalidMedia)
+		return fmt.Errorf("channel %q track %q segment %d: empty chunk: %w", c.name, trackID, n, media.ErrInvalidMedia)
 	}
 	c.mu.Lock()
 	if c.ended {
 		c.mu.Unlock()
-		return fmt.Errorf("channel %q has ended: %w", c.info.Name, media.ErrGone)
+		return fmt.Errorf("channel %q has ended: %w", c.name, media.ErrGone)
 	}
 	var events []Event
 	var done []*entry
@@ -200,7 +244,7 @@ func (c *Channel) AppendChunk(trackID string, n uint64, ch *media.Chunk, end boo
 			if c.od != nil {
 				return nil // a paced source fell behind what readers made on demand: nothing to add
 			}
-			return fmt.Errorf("channel %q track %q: segment %d arrived after %d: %w", c.info.Name, trackID, n, lt.segs[k-1].seg.Number, media.ErrInvalidMedia)
+			return fmt.Errorf("channel %q track %q: segment %d arrived after %d: %w", c.name, trackID, n, lt.segs[k-1].seg.Number, media.ErrInvalidMedia)
 		}
 		if k := len(lt.segs); k > 0 && !lt.segs[k-1].complete {
 			prev := lt.segs[k-1]
@@ -215,7 +259,7 @@ func (c *Channel) AppendChunk(trackID string, n uint64, ch *media.Chunk, end boo
 		i := sort.Search(len(e.seg.Chunks), func(i int) bool { return e.seg.Chunks[i].Start >= ch.Start })
 		if i == len(e.seg.Chunks) || e.seg.Chunks[i].Start != ch.Start {
 			c.mu.Unlock()
-			return fmt.Errorf("channel %q track %q segment %d: chunk at %d overlaps the stored ones: %w", c.info.Name, trackID, n, ch.Start, media.ErrInvalidMedia)
+			return fmt.Errorf("channel %q track %q segment %d: chunk at %d overlaps the stored ones: %w", c.name, trackID, n, ch.Start, media.ErrInvalidMedia)
 		}
 		if i == e.told {
 			e.told++
@@ -226,10 +270,10 @@ func (c *Channel) AppendChunk(trackID string, n uint64, ch *media.Chunk, end boo
 		return nil
 	case e.complete:
 		c.mu.Unlock()
-		return fmt.Errorf("channel %q track %q segment %d is complete; a chunk at %d comes too late: %w", c.info.Name, trackID, n, ch.Start, media.ErrInvalidMedia)
+		return fmt.Errorf("channel %q track %q segment %d is complete; a chunk at %d comes too late: %w", c.name, trackID, n, ch.Start, media.ErrInvalidMedia)
 	case ch.Start != e.seg.End():
 		c.mu.Unlock()
-		return fmt.Errorf("channel %q track %q segment %d: chunk at %d leaves a gap after %d: %w", c.info.Name, trackID, n, ch.Start, e.seg.End(), media.ErrInvalidMedia)
+		return fmt.Errorf("channel %q track %q segment %d: chunk at %d leaves a gap after %d: %w", c.name, trackID, n, ch.Start, e.seg.End(), media.ErrInvalidMedia)
 	}
 	e.seg.Chunks = append(e.seg.Chunks, ch)
 	e.seg.Duration += ch.Duration
@@ -375,7 +419,7 @@ func (c *Channel) Init(trackID string) ([]byte, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if lt.init == nil {
-		return nil, fmt.Errorf("channel %q track %q has no init segment yet (no encoder connected?): %w", c.info.Name, trackID, media.ErrNotYet)
+		return nil, fmt.Errorf("channel %q track %q has no init segment yet (no encoder connected?): %w", c.name, trackID, media.ErrNotYet)
 	}
 	return lt.init, nil
 }
@@ -415,13 +459,13 @@ func (c *Channel) Segment(trackID string, n uint64, now time.Time) (*media.Segme
 	w := c.windowLocked(lt, now)
 	switch {
 	case len(w) == 0 || n > w[len(w)-1].seg.Number:
-		return nil, fmt.Errorf("channel %q track %q segment %d is not available yet: %w", c.info.Name, trackID, n, media.ErrNotYet)
+		return nil, fmt.Errorf("channel %q track %q segment %d is not available yet: %w", c.name, trackID, n, media.ErrNotYet)
 	case n < w[0].seg.Number:
-		return nil, fmt.Errorf("channel %q track %q segment %d left the %s DVR window: %w", c.info.Name, trackID, n, c.timeline.TimeShiftBufferDepth, media.ErrGone)
+		return nil, fmt.Errorf("channel %q track %q segment %d left the %s DVR window: %w", c.name, trackID, n, c.timeline.TimeShiftBufferDepth, media.ErrGone)
 	}
 	i := sort.Search(len(w), func(i int) bool { return w[i].seg.Number >= n })
 	if w[i].seg.Number != n {
-		return nil, fmt.Errorf("channel %q track %q has no segment %d (the encoder skipped it): %w", c.info.Name, trackID, n, media.ErrNotFound)
+		return nil, fmt.Errorf("channel %q track %q has no segment %d (the encoder skipped it): %w", c.name, trackID, n, media.ErrNotFound)
 	}
 	return &w[i].seg, nil
 }
@@ -432,9 +476,9 @@ func (c *Channel) onDemand(lt *liveTrack, n uint64, now time.Time) (*media.Segme
 	first, last, ok := c.od.Window(now)
 	switch {
 	case !ok || n > last:
-		return nil, fmt.Errorf("channel %q segment %d is available at %s: %w", c.info.Name, n, c.od.AvailableAt(n).UTC().Format(time.RFC3339Nano), media.ErrNotYet)
+		return nil, fmt.Errorf("channel %q segment %d is available at %s: %w", c.name, n, c.od.AvailableAt(n).UTC().Format(time.RFC3339Nano), media.ErrNotYet)
 	case n < first:
-		return nil, fmt.Errorf("channel %q segment %d left the %s DVR window: %w", c.info.Name, n, c.timeline.TimeShiftBufferDepth, media.ErrGone)
+		return nil, fmt.Errorf("channel %q segment %d left the %s DVR window: %w", c.name, n, c.timeline.TimeShiftBufferDepth, media.ErrGone)
 	}
 	c.mu.Lock()
 	if e := lt.find(n); e != nil && e.complete {
@@ -444,7 +488,7 @@ func (c *Channel) onDemand(lt *liveTrack, n uint64, now time.Time) (*media.Segme
 	c.mu.Unlock()
 	s, err := c.od.Segment(lt.track.ID, n)
 	if err != nil {
-		return nil, fmt.Errorf("channel %q track %q segment %d: %w", c.info.Name, lt.track.ID, n, err)
+		return nil, fmt.Errorf("channel %q track %q segment %d: %w", c.name, lt.track.ID, n, err)
 	}
 	return c.keepMade(lt, s), nil
 }
@@ -502,14 +546,14 @@ func (c *Channel) SegmentAt(trackID string, start uint64, now time.Time) (*media
 		c.mu.Unlock()
 	}
 	if !ok {
-		return nil, fmt.Errorf("channel %q track %q has no segment at time %d: %w", c.info.Name, trackID, start, media.ErrNotFound)
+		return nil, fmt.Errorf("channel %q track %q has no segment at time %d: %w", c.name, trackID, start, media.ErrNotFound)
 	}
 	s, err := c.Segment(trackID, n, now)
 	if err != nil {
 		return nil, err
 	}
 	if s.Start != start {
-		return nil, fmt.Errorf("channel %q track %q has no segment at time %d: %w", c.info.Name, trackID, start, media.ErrNotFound)
+		return nil, fmt.Errorf("channel %q track %q has no segment at time %d: %w", c.name, trackID, start, media.ErrNotFound)
 	}
 	return s, nil
 }
@@ -526,7 +570,7 @@ func (c *Channel) Partial(trackID string, n uint64) (seg *media.Segment, complet
 	defer c.mu.Unlock()
 	e := lt.find(n)
 	if e == nil || len(e.seg.Chunks) == 0 {
-		return nil, false, fmt.Errorf("channel %q track %q segment %d is not here yet: %w", c.info.Name, trackID, n, media.ErrNotYet)
+		return nil, false, fmt.Errorf("channel %q track %q segment %d is not here yet: %w", c.name, trackID, n, media.ErrNotYet)
 	}
 	if e.complete {
 		return &e.seg, true, nil
@@ -544,7 +588,7 @@ func (c *Channel) Window(now time.Time) (map[string][]media.SegmentRef, error) {
 		if !ok {
 			return out, nil
 		}
-		for _, t := range c.info.Tracks {
+		for _, t := range c.Info().Tracks {
 			refs := make([]media.SegmentRef, 0, last-first+1)
 			for n := first; n <= last; n++ {
 				s, err := c.Segment(t.ID, n, now)
@@ -559,7 +603,7 @@ func (c *Channel) Window(now time.Time) (map[string][]media.SegmentRef, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, t := range c.info.Tracks {
+	for _, t := range c.Info().Tracks {
 		w := c.windowLocked(c.tracks[t.ID], now)
 		refs := make([]media.SegmentRef, len(w))
 		for i, e := range w {
@@ -579,7 +623,8 @@ func (c *Channel) Latest(now time.Time) (n uint64, ok bool) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for i, t := range c.info.Tracks {
+	tracks := c.Info().Tracks
+	for i, t := range tracks {
 		w := c.windowLocked(c.tracks[t.ID], now)
 		if len(w) == 0 {
 			return 0, false
@@ -588,7 +633,7 @@ func (c *Channel) Latest(now time.Time) (n uint64, ok bool) {
 			n = l
 		}
 	}
-	return n, len(c.info.Tracks) > 0
+	return n, len(tracks) > 0
 }
 
 // AvailableAt is when segment n of a track completed (zero when it is not stored):
@@ -621,7 +666,7 @@ func (c *Channel) Await(ctx context.Context, trackID string, n uint64) (*media.S
 			return s, err
 		}
 		if ended {
-			return nil, fmt.Errorf("channel %q ended before segment %d: %w", c.info.Name, n, media.ErrNotFound)
+			return nil, fmt.Errorf("channel %q ended before segment %d: %w", c.name, n, media.ErrNotFound)
 		}
 		var due <-chan time.Time
 		var timer *time.Timer

@@ -420,3 +420,51 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// An encoder brings its tracks as it connects: a channel can start empty.
+func TestAddTrack(t *testing.T) {
+	now := time.Unix(1010, 0)
+	c, err := NewChannel(ChannelConfig{Info: &media.Stream{Name: "in"}, Clock: func() time.Time { return now },
+		Timeline: media.Timeline{SegmentDuration: time.Second, TimeShiftBufferDepth: 5 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Latest(now); ok {
+		t.Error("an empty channel has a latest segment")
+	}
+	before := c.Info()
+	for _, tr := range []*media.Track{
+		{ID: "a", Kind: media.Audio, Timescale: 48000, Bandwidth: 64000},
+		{ID: "v2", Kind: media.Video, Timescale: 90000, Bandwidth: 800000},
+		{ID: "v1", Kind: media.Video, Timescale: 90000, Bandwidth: 300000},
+	} {
+		if err := c.AddTrack(tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ids []string
+	for _, tr := range c.Info().Tracks {
+		ids = append(ids, tr.ID)
+	}
+	if strings.Join(ids, ",") != "v1,v2,a" || len(before.Tracks) != 0 {
+		t.Errorf("tracks %v (the old snapshot has %d)", ids, len(before.Tracks))
+	}
+	if _, err := c.Init("v1"); !errors.Is(err, media.ErrNotYet) {
+		t.Errorf("init before the encoder sent it: %v", err)
+	}
+	if err := c.SetInit("v1", []byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddTrack(&media.Track{ID: "v1", Kind: media.Audio, Timescale: 90000}); !errors.Is(err, media.ErrInvalidMedia) {
+		t.Errorf("a track changing kind: %v", err)
+	}
+	if err := c.AddTrack(&media.Track{ID: "v1", Kind: media.Video, Timescale: 90000, Bandwidth: 900000, Codec: "avc1.64001f"}); err != nil {
+		t.Fatal(err)
+	}
+	if tr, _ := c.Info().Track("v1"); tr.Codec != "avc1.64001f" || c.Info().Tracks[1].ID != "v1" {
+		t.Errorf("replaced track not in place: %+v", c.Info().Tracks)
+	}
+	if b, _ := c.Init("v1"); len(b) != 1 {
+		t.Errorf("init lost when the track was described again")
+	}
+}
