@@ -100,13 +100,22 @@ func Parse(path string) Resource {
 		}
 		r.Live = true
 	}
-	parts := strings.Split(rest, "/")
-	for _, p := range parts {
-		if !media.ValidName(p) {
+	// Up to three elements, without allocating: this runs on every request.
+	var parts [3]string
+	n := 0
+	for {
+		elem, more, found := strings.Cut(rest, "/")
+		if n == len(parts) || !media.ValidName(elem) {
 			return Resource{Kind: KindOther}
 		}
+		parts[n] = elem
+		n++
+		if !found {
+			break
+		}
+		rest = more
 	}
-	switch len(parts) {
+	switch n {
 	case 2:
 		r.Stream, r.File = parts[0], parts[1]
 		if IsManifest(r.File) {
