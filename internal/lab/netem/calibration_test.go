@@ -172,14 +172,22 @@ func checkRTT(t testing.TB, what string, rtts []float64, want float64, before, a
 func TestLinkRTT(t *testing.T) {
 	for _, d := range []float64{5, 25, 50} {
 		t.Run(time.Duration(d*float64(time.Millisecond)).String(), func(t *testing.T) {
-			n := upTest(t, TwoHosts(Symmetric(Impairment{Delay: ms(d)})), Options{})
-			srv, cli := udpPair(t, n)
-			go udpEcho(srv)
+			n, cli := echoLink(t, d)
 			before := n.Stats()
 			rtts := measureRTT(t, cli, 60, d)
 			checkRTT(t, fmt.Sprintf("delay %vms", d), rtts, 2*d, before, n.Stats())
 		})
 	}
+}
+
+// echoLink is a two-host link with delay d ms each way, an echo in the server host and
+// a UDP socket in the client host connected to it.
+func echoLink(tb testing.TB, d float64) (*Network, *net.UDPConn) {
+	tb.Helper()
+	n := upTest(tb, TwoHosts(Symmetric(Impairment{Delay: ms(d)})), Options{})
+	srv, cli := udpPair(tb, n)
+	go udpEcho(srv)
+	return n, cli
 }
 
 // udpEcho answers every datagram on c until c is closed.
@@ -201,9 +209,7 @@ func udpEcho(c *net.UDPConn) {
 func BenchmarkCalibrationRTT(b *testing.B) {
 	for _, d := range []float64{5, 25, 50} {
 		b.Run(time.Duration(d*float64(time.Millisecond)).String(), func(b *testing.B) {
-			n := upTest(b, TwoHosts(Symmetric(Impairment{Delay: ms(d)})), Options{})
-			srv, cli := udpPair(b, n)
-			go udpEcho(srv)
+			n, cli := echoLink(b, d)
 			var over, p90, late float64
 			for b.Loop() {
 				before := n.Stats()
