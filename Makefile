@@ -6,14 +6,27 @@ ASSETS ?= $(HOME)/.cache/streambed/assets
 STATICCHECK_VERSION := v0.6.1
 GOBIN := $(shell $(GO) env GOPATH)/bin
 export PATH := $(GOBIN):$(PATH)
+# go.mod names the Go it needs (1.26.8); a Go of 1.21 or later fetches that one through
+# the module proxy when it is older (scripts/ensure-go.sh), even where a distribution
+# set GOTOOLCHAIN=local in its go.env. Set GOTOOLCHAIN yourself to override.
+export GOTOOLCHAIN ?= auto
 
-# Commands a user needs to run the demo, and what the tests use besides.
+# Commands a user needs to run the demo, and what the tests use besides: Chromium for
+# the browser tests, xmllint for MPD schema validation, nghttp as the outside HTTP/2
+# push client, ip/tc/iptables for the network emulator's tests and the lab smoke run.
+# Benchmarks and lab studies install their own peers (bench-*, lab-peers).
 RUN_DEPS  := ffmpeg:ffmpeg ffprobe:ffmpeg node:nodejs npm:npm
-TEST_DEPS := chromium:chromium chromedriver:chromium-driver xmllint:libxml2-utils nginx:nginx \
-             wrk:wrk nghttp:nghttp2-client h2o:h2o aria2c:aria2 iperf3:iperf3 ip:iproute2 \
-             iptables:iptables ping:iputils-ping
+TEST_DEPS := chromium:chromium xmllint:libxml2-utils nghttp:nghttp2-client ip:iproute2 tc:iproute2 \
+             iptables:iptables
+# What each benchmark compares with or drives.
+BENCH_ORIGIN_DEPS   := nginx:nginx wrk:wrk curl:curl
+BENCH_CAPACITY_DEPS := nginx:nginx taskset:util-linux curl:curl python3:python3
+# Outside programs the lab studies put beside ours: aria2c (ParS study), h2o (push from
+# h2o), iperf3 (the emulator's calibration against a second tool).
+LAB_PEER_DEPS := aria2c:aria2 h2o:h2o iperf3:iperf3 nghttp:nghttp2-client
 
-.PHONY: run test build deps test-deps demo test-assets go-test lint bench bench-origin lab-smoke clean help
+.PHONY: run test build deps test-deps demo test-assets go-test lint bench bench-origin bench-ws-capacity \
+        bench-ws-capacity-nginx lab-peers lab-smoke clean help
 .DEFAULT_GOAL := help
 
 help:
@@ -21,6 +34,8 @@ help:
 	@echo "make test    install test dependencies and run every test (Go, fuzz seeds, browser)"
 	@echo "make build   build web app and bin/streambed"
 	@echo "make bench-origin   wrk against streambed and nginx serving the same files"
+	@echo "make bench-ws-capacity[-nginx]   WebSocket push capacity (root; JSON into docs/results)"
+	@echo "make lab-peers   install the outside programs the lab studies compare with"
 
 # The browser tests serve a short demo (live channel and asset "demo") from here.
 STREAMBED_TEST_ASSETS := $(CURDIR)/.cache/test-assets
@@ -30,7 +45,7 @@ include web/web.mk
 
 deps:
 	@scripts/ensure-deb.sh $(RUN_DEPS)
-	@command -v $(GO) >/dev/null || { echo "Go is missing: install Go 1.24+ (https://go.dev/dl)"; exit 1; }
+	@GO=$(GO) scripts/ensure-go.sh
 
 test-deps: deps
 	@scripts/ensure-deb.sh $(TEST_DEPS)
@@ -54,8 +69,12 @@ lint:
 	$(GO) vet ./...
 	staticcheck ./...
 
+# The DASH schema lives beside the repository (../shared); without it the MPD schema
+# tests skip, and this says so before and after the run (under CI=true they fail).
 go-test:
+	@scripts/dash-schema.sh >/dev/null
 	$(GO) test -race -count=1 ./...
+	@scripts/dash-schema.sh >/dev/null
 
 # The lab end to end: packages a small clip, builds an emulated network (needs root),
 # plays it over HTTP/1.1 and h2c at two RTTs; fails if any run fails.
@@ -71,6 +90,22 @@ bench:
 clean:
 	rm -rf bin web/dist/*.js web/dist/*.css web/dist/*.html .cache
 
-# wrk against Streambed and nginx serving the same files; appends to docs/results/origin.md.
-bench-origin: build test-deps
+# wrk against Streambed and nginx serving the same files; appends the table to
+# docs/results/origin.md and writes every wrk run to docs/results/origin/RUN.json.
+bench-origin: build
+	@scripts/ensure-deb.sh $(BENCH_ORIGIN_DEPS)
 	bench/bench-origin.sh
+
+# WebSocket push capacity (root: cgroups): the equal-CPU, unconstrained and memory
+# steps of docs/results/wspush-capacity.md, each step's JSON into
+# docs/results/wspush-capacity/; and the run with nginx as the pull peer.
+bench-ws-capacity: build
+	@scripts/ensure-deb.sh $(BENCH_CAPACITY_DEPS)
+	bench/ws-capacity.sh
+
+bench-ws-capacity-nginx: build
+	@scripts/ensure-deb.sh $(BENCH_CAPACITY_DEPS)
+	bench/ws-capacity-nginx.sh
+
+lab-peers:
+	@scripts/ensure-deb.sh $(LAB_PEER_DEPS)

@@ -3,7 +3,11 @@
 # on loopback, at several keep-alive connection counts; prints requests/s and Gbit/s
 # side by side with the ratio, as medians of REPS runs (with min–max spread).
 #
-# Usage: bench/bench-origin.sh [ASSET_DIR]   (env: CONNS="50 200 1000" REPS=3 SECONDS_PER_RUN=5)
+# Every wrk run's figures go to RAW (JSON: the runs and the conditions), the table to
+# OUT (markdown, appended).
+#
+# Usage: bench/bench-origin.sh [ASSET_DIR]   (env: CONNS="50 200 1000" REPS=3 SECONDS_PER_RUN=5
+#        OUT=docs/results/origin.md RAW=docs/results/origin/DATE.json)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin/streambed}
@@ -14,6 +18,8 @@ DUR=${SECONDS_PER_RUN:-5}
 SB_PORT=${SB_PORT:-18080}
 NGX_PORT=${NGX_PORT:-18081}
 OUT=${OUT:-docs/results/origin.md}
+STAMP=$(date -u +%Y-%m-%dT%H:%MZ)
+RAW=${RAW:-docs/results/origin/$STAMP.json}
 
 if [ ! -f "$ASSET/stream.json" ]; then
   echo "== packaging a 2 s-segment asset into $ASSET"
@@ -74,6 +80,7 @@ run_wrk() {
 # median_spread "v1 v2 v3" → "median (min–max)"
 median() { tr ' ' '\n' | sort -g | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%s %s %s\n", m, a[1], a[NR]}'; }
 
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 rows=()
 for c in $CONNS; do
   sb_r=(); sb_g=(); ng_r=(); ng_g=(); sb_c=(); ng_c=()
@@ -83,6 +90,8 @@ for c in $CONNS; do
     for who in $order; do
       port=$SB_PORT; [ "$who" = ngx ] && port=$NGX_PORT
       read -r r g cpu < <(run_wrk "$who" "$port" "$c")
+      printf '{"connections": %s, "rep": %s, "server": "%s", "req_per_s": %s, "gbit_per_s": %s, "server_cpu_us_per_req": %s}\n' \
+        "$c" "$rep" "$( [ "$who" = sb ] && echo streambed || echo nginx )" "$r" "$g" "$cpu" >> "$work/runs.jsonl"
       if [ "$who" = sb ]; then sb_r+=("$r"); sb_g+=("$g"); sb_c+=("$cpu"); else ng_r+=("$r"); ng_g+=("$g"); ng_c+=("$cpu"); fi
       printf '\r  c=%-5s run %d/%d %-4s %8s req/s %6s Gbit/s %6s µs CPU/req   ' "$c" "$rep" "$REPS" "$who" "$r" "$g" "$cpu" >&2
     done
@@ -99,6 +108,17 @@ for c in $CONNS; do
 done
 echo >&2
 
+mkdir -p "$(dirname "$RAW")"
+{
+  printf '{\n "command": "make bench-origin (bench/bench-origin.sh; CONNS=\\"%s\\" REPS=%s SECONDS_PER_RUN=%s)",\n' "$CONNS" "$REPS" "$DUR"
+  printf ' "date": "%s", "cores": %s, "loadavg_before": "%s",\n' "$STAMP" "$(nproc)" "$LOAD_BEFORE"
+  printf ' "streambed": "%s", "nginx": "%s", "segments": %s,\n' "$(git rev-parse --short HEAD 2>/dev/null)" "$(nginx -v 2>&1 | sed 's#.*/##')" "$(wc -l < "$work/urls")"
+  printf ' "runs": [\n'
+  sed '$!s/$/,/; s/^/  /' "$work/runs.jsonl"
+  printf ' ]\n}\n'
+} > "$RAW"
+echo "runs in $RAW"
+
 table=$(printf '%s\n' "| connections | Streambed req/s (min–max) | Streambed Gbit/s | nginx req/s (min–max) | nginx Gbit/s | req/s Streambed ÷ nginx | Streambed CPU µs/req | nginx CPU µs/req | efficiency Streambed ÷ nginx |" "|---|---|---|---|---|---|---|---|---|" "${rows[@]}")
 echo "$table"
 if [ -n "$OUT" ]; then
@@ -109,7 +129,7 @@ if [ -n "$OUT" ]; then
   {
     echo "## $(date -u +%Y-%m-%dT%H:%MZ) — $(nproc) cores, ${DUR}s × $REPS runs per cell, medians"
     echo
-    echo "Command: \`make bench-origin\` (bench/bench-origin.sh; CONNS=\"$CONNS\" REPS=$REPS SECONDS_PER_RUN=$DUR)."
+    echo "Command: \`make bench-origin\` (bench/bench-origin.sh; CONNS=\"$CONNS\" REPS=$REPS SECONDS_PER_RUN=$DUR). Every run: [${RAW#docs/results/}](${RAW#docs/results/})."
     echo "Asset: $(wc -l < "$work/urls") segments (2 s, all renditions), wrk -t2 on the same machine, keep-alive, loopback."
     echo "nginx $(nginx -v 2>&1 | sed 's#.*/##'), sendfile on, access_log off, open_file_cache; Streambed $(git rev-parse --short HEAD 2>/dev/null)."
     echo

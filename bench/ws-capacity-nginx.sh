@@ -12,56 +12,43 @@
 # in 2 s segments (one video rung; the audio track is not received). Prints the inflexion point per server
 # and writes the JSON of every step to OUT.
 #
-# Usage: sudo bench/ws-capacity-nginx.sh   (env: CLIENTS="500,1000,2000,3000,4000"
-#        CPU_QUOTA=0.15 DURATION=20s OUT=/tmp/ws-capacity-nginx)
-# Needs root (cgroups), nginx, taskset; about (steps × 3 × (DURATION + 10 s)).
+# Usage: sudo bench/ws-capacity-nginx.sh   (`make bench-ws-capacity-nginx`; env:
+#        CLIENTS="500,1000,2000,3000,4000" CPU_QUOTA=0.15 DURATION=20s
+#        OUT=docs/results/wspush-capacity-nginx/DATE)
+# Needs root (cgroups), nginx, taskset, curl, python3; about (steps × 3 × (DURATION + 10 s)).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin/streambed}
 CLIENTS=${CLIENTS:-500,1000,2000,3000,4000}
 CPU_QUOTA=${CPU_QUOTA:-0.15}
 DURATION=${DURATION:-20s}
-OUT=${OUT:-/tmp/ws-capacity-nginx}
+OUT=${OUT:-docs/results/wspush-capacity-nginx/$(date -u +%Y-%m-%d)}
 ASSETS=${ASSETS:-.cache/bench/capacity-assets}
 SB_PORT=${SB_PORT:-18731}
 NGX_PORT=${NGX_PORT:-18732}
-CG=/sys/fs/cgroup/cpu
-
-[ "$(id -u)" = 0 ] || { echo "ws-capacity-nginx: run as root (it puts the servers in cgroups with a CPU quota)" >&2; exit 1; }
-for c in nginx taskset curl; do command -v $c >/dev/null || { echo "ws-capacity-nginx: $c not found (apt-get install nginx util-linux curl)" >&2; exit 1; }; done
-[ -d "$CG" ] || { echo "ws-capacity-nginx: no cgroup v1 cpu controller at $CG" >&2; exit 1; }
-[ -x "$BIN" ] || { echo "ws-capacity-nginx: $BIN missing (make build)" >&2; exit 1; }
-
-if [ ! -f "$ASSETS/cap/stream.json" ]; then
-  echo "== packaging the 100 kbit/s stream (8 s, 2 s segments) into $ASSETS/cap"
-  "$BIN" package --synthetic 8s --ladder 180p:100k --audio-bitrate 64k --segment-duration 2s --preset ultrafast --name cap -o "$ASSETS/cap"
-fi
+# shellcheck source=bench/capacity-lib.sh
+. bench/capacity-lib.sh
+cap_require ws-capacity-nginx nginx taskset curl python3
+cap_package "$ASSETS" cap 180p:100k
 ASSETS=$(cd "$ASSETS" && pwd)
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 work=$(mktemp -d)
 chmod 755 "$work" # nginx workers (not root) read the archive inside it
-period=10000
-quota=$(awk -v q="$CPU_QUOTA" -v p=$period 'BEGIN{printf "%d", q*p}')
 cleanup() {
-  kill "${SB_PID:-}" 2>/dev/null || true
+  cap_stop
   [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
   sleep 0.5
-  for g in sb-cap-origin sb-cap-nginx; do rmdir "$CG/$g" 2>/dev/null || true; done
+  cap_uncgroup sb-cap-origin sb-cap-nginx
   rm -rf "$work"
 }
 trap cleanup EXIT
-for g in sb-cap-origin sb-cap-nginx; do
-  mkdir -p "$CG/$g"
-  echo $period > "$CG/$g/cpu.cfs_period_us"
-  echo "$quota" > "$CG/$g/cpu.cfs_quota_us"
-done
+cap_cgroup sb-cap-origin "$CPU_QUOTA"
+cap_cgroup sb-cap-nginx "$CPU_QUOTA"
 
 ARCH="$work/archive"
-GOMAXPROCS=1 taskset -c 0 "$BIN" serve --http 127.0.0.1:$SB_PORT --https "" --assets "$ASSETS" --no-demo \
-  --channel "seg=cap,archive=$ARCH" --log-level warn > "$work/sb.log" 2>&1 &
-SB_PID=$!
-echo $SB_PID > "$CG/sb-cap-origin/cgroup.procs"
+cap_serve "$SB_PORT" "$ASSETS" 1 0 "seg=cap,archive=$ARCH"
+echo "$SB_PID" > "$CG/sb-cap-origin/cgroup.procs"
 
 cat > "$work/nginx.conf" <<NGX
 worker_processes 1;
@@ -84,7 +71,6 @@ http {
 NGX
 ulimit -n "$(ulimit -Hn)" # nginx keeps its soft limit; worker_rlimit_nofile asks for more
 taskset -c 0 nginx -c "$work/nginx.conf" -e "$work/nginx-error.log"
-for i in $(seq 50); do curl -sf "http://127.0.0.1:$SB_PORT/live/seg/manifest.mpd" >/dev/null && break; sleep 0.2; done
 for i in $(seq 50); do [ -s "$work/nginx.pid" ] && break; sleep 0.1; done
 NGX_PIDS="$(cat "$work/nginx.pid") $(pgrep -P "$(cat "$work/nginx.pid")" | tr '\n' ' ')"
 for p in $NGX_PIDS; do echo "$p" > "$CG/sb-cap-nginx/cgroup.procs"; done
@@ -92,14 +78,9 @@ sleep 4 # a few segments in the archive
 curl -sf "http://127.0.0.1:$NGX_PORT/live/seg/manifest.mpd" -o /dev/null || { echo "nginx does not answer:"; cat "$work/nginx-error.log"; exit 1; }
 echo "== origin pid $SB_PID, nginx pids $NGX_PIDS; each held to $CPU_QUOTA core on core 0; clients on core 1"
 
-run() { # name URL transports [extra flags]
-  local name=$1 url=$2 tr=$3; shift 3
-  echo "== $name: $tr, clients $CLIENTS"
-  taskset -c 1 "$BIN" load "$url" --tracks v180 --transport "$tr" --clients "$CLIENTS" \
-    --duration "$DURATION" --ramp 4s --pause 5s --json "$@" > "$OUT/$name.json"
-}
-run streambed "http://127.0.0.1:$SB_PORT/live/seg/manifest.mpd" ws,http1
-run nginx "http://127.0.0.1:$NGX_PORT/live/seg/manifest.mpd" http1 --server-pids "$(echo $NGX_PIDS | tr ' ' ',')"
+common=(--tracks v180 --clients "$CLIENTS" --duration "$DURATION" --ramp 4s --pause 5s)
+cap_load streambed "http://127.0.0.1:$SB_PORT/live/seg/manifest.mpd" --transport ws,http1 "${common[@]}"
+cap_load nginx "http://127.0.0.1:$NGX_PORT/live/seg/manifest.mpd" --transport http1 "${common[@]}" --server-pids "$(echo $NGX_PIDS | tr ' ' ',')"
 
 echo "== clients keeping up (share ≥ 95% of the encoded bitrate), server CPU (cores)"
 python3 - "$OUT" <<'PY'

@@ -7,14 +7,17 @@
 #                        script and the lock are unchanged.
 #   make web-test        browser tests: the page on a real `streambed serve` in headless
 #                        Chromium, live and VOD "demo" with dash.js, hls.js and WebSocket
-#                        push, and low-latency live over WebSocket push.
-#   make web-test-stub   the same checks against an FFmpeg stub origin (no Go server).
+#                        push, and low-latency live over WebSocket push. Every playback
+#                        is recorded in $(WEB_TEST_RECORD) and tallied at the end (bars
+#                        missed under load are recorded, not failed: testkit/checks.mjs).
 #   make web-screenshot  docs/screenshots/player.png from a running server (WEB_URL).
+#   make web-latency     WebSocket push latency in the browser on loopback, as JSON in
+#                        docs/results/wspush-latency/ (scripts/wspush-latency.mjs).
 #   make web-deps        apt-get install what is missing: nodejs, npm, chromium, ffmpeg.
 #   make web-clean       remove the build output (web/dist except README.txt).
 #
-# Needs node >= 20 and npm for `web`; chromium (/usr/bin/chromium, or CHROMIUM_PATH)
-# for the tests, and ffmpeg for web-test-stub.
+# Needs node >= 20 (checked) and npm for `web`; chromium (/usr/bin/chromium, or
+# CHROMIUM_PATH) for the tests.
 #
 # Set by the including Makefile (or the command line):
 #   STREAMBED_BIN          binary web-test starts (default bin/streambed)
@@ -31,12 +34,18 @@ WEB_DIST := web/dist/index.html web/dist/app.js web/dist/app.css
 WEB_SRC := $(shell find web/src -type f 2>/dev/null)
 WEB_LOCK := $(wildcard web/package-lock.json)
 WEB_INSTALLED := web/node_modules/.installed
+WEB_TEST_RECORD ?= .cache/web-test/playback.jsonl
+WEB_NODE_MIN := 20
+# Fails with the version found when node is missing or older than WEB_NODE_MIN.
+WEB_NODE_CHECK = @node -e 'process.exit(+process.versions.node.split(".")[0] >= $(WEB_NODE_MIN) ? 0 : 1)' 2>/dev/null || \
+	{ echo "web: Node.js $(WEB_NODE_MIN) or later needed, found $$(node --version 2>/dev/null || echo none) (Debian 13 has 20; or https://nodejs.org)" >&2; exit 1; }
 
-.PHONY: web web-deps web-test web-test-stub web-typecheck web-screenshot web-clean
+.PHONY: web web-deps web-test web-typecheck web-screenshot web-latency web-clean
 
 web: $(WEB_DIST)
 
 $(WEB_INSTALLED): web/package.json $(WEB_LOCK)
+	$(WEB_NODE_CHECK)
 	@command -v npm >/dev/null || { echo "web: npm not found (make web-deps, or apt-get install nodejs npm)" >&2; exit 1; }
 	cd web && if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
 	@touch $@
@@ -48,14 +57,17 @@ web-typecheck: $(WEB_INSTALLED)
 	cd web && node_modules/.bin/tsc --noEmit -p .
 
 web-test: web $(WEB_TEST_DEPS)
-	STREAMBED_BIN='$(STREAMBED_BIN)' STREAMBED_TEST_ASSETS='$(STREAMBED_TEST_ASSETS)' node --test web/test/
-
-web-test-stub: web
-	node --test web/devtest/
+	$(WEB_NODE_CHECK)
+	@rm -f '$(WEB_TEST_RECORD)'
+	@STREAMBED_BIN='$(STREAMBED_BIN)' STREAMBED_TEST_ASSETS='$(STREAMBED_TEST_ASSETS)' STREAMBED_WEB_TEST_RECORD='$(WEB_TEST_RECORD)' \
+	  node --test web/test/; status=$$?; node web/testkit/tally.mjs '$(WEB_TEST_RECORD)'; exit $$status
 
 web-screenshot: web
 	@mkdir -p docs/screenshots
 	node web/scripts/screenshot.mjs '$(WEB_URL)' docs/screenshots/player.png 'stream=demo&live=1&player=dashjs' 20 1280x1040
+
+web-latency: web $(WEB_TEST_DEPS)
+	STREAMBED_BIN='$(STREAMBED_BIN)' STREAMBED_TEST_ASSETS='$(STREAMBED_TEST_ASSETS)' node web/scripts/wspush-latency.mjs
 
 web-deps:
 	@missing=""; \

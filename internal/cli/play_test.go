@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -59,8 +60,18 @@ func TestPlayJSON(t *testing.T) {
 				rep["avg_bitrate_kbps"].(float64) != 1500 || rep["latency_ms"] != nil || rep["end_reason"] != "ended" {
 				t.Errorf("report %s", out.String())
 			}
-			if rep["link_utilisation"] == nil || rep["overhead_bytes"].(float64) <= 0 {
-				t.Errorf("link utilisation %v, overhead %v", rep["link_utilisation"], rep["overhead_bytes"])
+			if rep["overhead_bytes"].(float64) <= 0 {
+				t.Errorf("overhead %v", rep["overhead_bytes"])
+			}
+			// --link-rate 10M: utilisation is the media bits (init + 3 segments of 5000 B)
+			// over the session time, over 10 Mbit/s, to three decimals.
+			rate, _ := rep["link_rate_kbps"].(float64)
+			util, okU := rep["link_utilisation"].(float64)
+			media, _ := rep["media_bytes"].(float64)
+			session, _ := rep["session_s"].(float64)
+			want := media * 8 / session / 10e6
+			if rate != 10000 || media != 4*5000 || session <= 0 || !okU || math.Abs(util-want) > 0.0006 {
+				t.Errorf("link rate %v kbit/s, utilisation %v; want 10000 and %.4f (%v media bytes in %v s)", rep["link_rate_kbps"], rep["link_utilisation"], want, media, session)
 			}
 		})
 	}

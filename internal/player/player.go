@@ -521,6 +521,7 @@ func (p *Player) Offset() time.Duration {
 func (p *Player) syncClock(ctx context.Context) {
 	for _, u := range p.manifest.UTCTiming {
 		var off time.Duration
+		slack := time.Duration(-1) // unknown
 		switch {
 		case strings.Contains(u.Scheme, ":http-iso:") || strings.Contains(u.Scheme, ":http-xsdate:"):
 			t0 := p.clock.Now()
@@ -537,8 +538,9 @@ func (p *Player) syncClock(ctx context.Context) {
 				continue
 			}
 			off = st.Sub(t0.Add(t1.Sub(t0) / 2))
+			slack = t1.Sub(t0) / 2
 			p.mu.Lock()
-			p.clockSlack = t1.Sub(t0) / 2
+			p.clockSlack = slack
 			p.mu.Unlock()
 		case strings.Contains(u.Scheme, ":direct:"):
 			st, err := ParseISOTime(u.Value)
@@ -552,7 +554,7 @@ func (p *Player) syncClock(ctx context.Context) {
 		p.mu.Lock()
 		p.clockOffset = off
 		p.mu.Unlock()
-		p.rec.ClockOffset(off, u.Scheme)
+		p.rec.ClockOffset(off, slack, u.Scheme)
 		return
 	}
 }

@@ -1,45 +1,114 @@
 package server
 
 import (
+	"bytes"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
 
 // discardWriter is a ResponseWriter that drops the body, so benchmarks measure the
-// origin's work rather than a network.
-type discardWriter struct{ h http.Header }
+// origin's work rather than a network. It keeps the status and counts the bytes so a
+// benchmark can tell a served response from an error page.
+type discardWriter struct {
+	h      http.Header
+	status int
+	n      int
+}
 
-func (d *discardWriter) Header() http.Header         { return d.h }
-func (d *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
-func (d *discardWriter) WriteHeader(int)             {}
-
-func benchServe(b *testing.B, path string) {
-	s, _ := testOrigin(&testing.T{})
-	h := s.Handler()
-	req := httptest.NewRequest(http.MethodGet, path, nil)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		h.ServeHTTP(&discardWriter{h: http.Header{}}, req)
+func (d *discardWriter) Header() http.Header { return d.h }
+func (d *discardWriter) Write(b []byte) (int, error) {
+	if d.status == 0 {
+		d.status = http.StatusOK
+	}
+	d.n += len(b)
+	return len(b), nil
+}
+func (d *discardWriter) WriteHeader(code int) {
+	if d.status == 0 {
+		d.status = code
 	}
 }
 
-func BenchmarkServeVODSegment(b *testing.B)  { benchServe(b, "/vod/clip/v1/1.m4s") }
-func BenchmarkServeLiveSegment(b *testing.B) { benchServe(b, "/live/ch/v1/49.m4s") }
+// benchOrigin is testOrigin for a benchmark. testOrigin takes a *testing.T and fails
+// through it; a zero T fails by ending its goroutine, so it runs on its own goroutine
+// here and a failure stops the benchmark instead of timing a half-built origin.
+func benchOrigin(b *testing.B) *Server {
+	b.Helper()
+	t := &testing.T{}
+	var s *Server
+	var ts *httptest.Server
+	done := make(chan bool)
+	go func() {
+		ok := false
+		defer func() { done <- ok }()
+		s, ts = testOrigin(t)
+		ok = true
+	}()
+	if !<-done || t.Failed() || s == nil {
+		b.Fatal("testOrigin failed: the benchmark origin could not be built")
+	}
+	b.Cleanup(ts.Close)
+	return s
+}
+
+// benchServe times GETs of path; every response must be 200 with wantBytes of body
+// (checked once before timing with a real recorder and on every timed response).
+func benchServe(b *testing.B, path string, wantType string) {
+	s := benchOrigin(b)
+	h := s.Handler()
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK || rec.Body.Len() == 0 || !strings.HasPrefix(rec.Header().Get("Content-Type"), wantType) {
+		b.Fatalf("GET %s: status %d, %d bytes, Content-Type %q; want 200, a body, %s", path, rec.Code, rec.Body.Len(), rec.Header().Get("Content-Type"), wantType)
+	}
+	want := rec.Body.Len()
+	bad := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		w := &discardWriter{h: http.Header{}}
+		h.ServeHTTP(w, req)
+		if w.status != http.StatusOK || w.n != want {
+			bad++
+		}
+	}
+	if bad > 0 {
+		b.Fatalf("GET %s: %d responses were not 200 with %d bytes", path, bad, want)
+	}
+}
+
+func BenchmarkServeVODSegment(b *testing.B)  { benchServe(b, "/vod/clip/v1/1.m4s", "video/") }
+func BenchmarkServeLiveSegment(b *testing.B) { benchServe(b, "/live/ch/v1/49.m4s", "video/") }
 func BenchmarkServeLiveMPDCached(b *testing.B) {
-	benchServe(b, "/live/ch/manifest.mpd")
+	benchServe(b, "/live/ch/manifest.mpd", "application/dash+xml")
 }
 
 // BenchmarkRenderLiveMPD renders a dynamic MPD from scratch each time (the cost paid
 // once per segment duration per manifest URL).
 func BenchmarkRenderLiveMPD(b *testing.B) {
-	s, _ := testOrigin(&testing.T{})
-	c, _ := s.hub.Channel("ch")
+	s := benchOrigin(b)
+	c, err := s.hub.Channel("ch")
+	if err != nil {
+		b.Fatal(err)
+	}
 	req := httptest.NewRequest(http.MethodGet, "/live/ch/manifest-timeline.mpd", nil)
 	now := time.Unix(100, 0)
+	var first bytes.Buffer
+	p, err := s.livePresentation(req, c, "manifest-timeline.mpd", now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := renderFile(&first, p, "manifest-timeline.mpd", ""); err != nil {
+		b.Fatal(err)
+	}
+	if !bytes.Contains(first.Bytes(), []byte(`type="dynamic"`)) || !bytes.Contains(first.Bytes(), []byte("<SegmentTimeline>")) {
+		b.Fatalf("not a dynamic SegmentTimeline MPD:\n%s", first.Bytes())
+	}
 	b.ReportAllocs()
 	for b.Loop() {
 		p, err := s.livePresentation(req, c, "manifest-timeline.mpd", now)

@@ -77,26 +77,37 @@ func Asset(t testing.TB) string { return AssetWith(t, Options{}) }
 // The asset is named "test".
 func AssetWith(t testing.TB, o Options) string {
 	t.Helper()
-	o = o.withDefaults()
-	key := o.key()
-	mu.Lock()
-	defer mu.Unlock()
-	if dir, ok := done[key]; ok {
-		return dir
-	}
-	root, err := RepoRoot()
-	if err != nil {
-		t.Fatalf("testmedia: %v", err)
-	}
-	dir, _, err := build(root, key, o)
+	dir, err := Build(o)
 	if err != nil {
 		if errors.Is(err, pkg.ErrFFmpegMissing) {
 			t.Fatalf("testmedia: %v — the tests generate their media with FFmpeg; `make test` installs it", err)
 		}
 		t.Fatalf("testmedia: packaging the test asset failed: %v", err)
 	}
-	done[key] = dir
 	return dir
+}
+
+// Build is AssetWith for programs (the lab tools that run the tests' set-ups): it
+// returns the folder of the asset made with o, packaging it under the repository's
+// .cache if needed.
+func Build(o Options) (string, error) {
+	o = o.withDefaults()
+	key := o.key()
+	mu.Lock()
+	defer mu.Unlock()
+	if dir, ok := done[key]; ok {
+		return dir, nil
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return "", fmt.Errorf("testmedia: %w", err)
+	}
+	dir, _, err := build(root, key, o)
+	if err != nil {
+		return "", err
+	}
+	done[key] = dir
+	return dir, nil
 }
 
 // build packages (or reuses) the asset under an exclusive lock shared by every

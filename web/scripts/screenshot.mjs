@@ -2,20 +2,21 @@
 //   node web/scripts/screenshot.mjs BASE_URL OUT.png [QUERY] [SECONDS] [WIDTHxHEIGHT]
 // e.g. node web/scripts/screenshot.mjs http://127.0.0.1:8080 docs/screenshots/player.png \
 //        'stream=demo&live=1&player=dashjs' 20 1280x1040
-// BASE_URL may be "stub" to start the FFmpeg stub origin (web/devtest/stub.mjs).
+// BASE_URL may be "serve" to start `streambed serve` as the browser tests do
+// (testkit/server.mjs: $STREAMBED_BIN, $STREAMBED_TEST_ASSETS).
 
 import { launchBrowser } from '../testkit/browser.mjs';
+import { startStreambed } from '../testkit/server.mjs';
 
-const [base = 'stub', out = 'player.png', query = 'stream=demo&live=1&player=dashjs', seconds = '20', size = '1280x1040'] =
+const [base = 'serve', out = 'player.png', query = 'stream=demo&live=1&player=dashjs', seconds = '20', size = '1280x1040'] =
   process.argv.slice(2);
 const [width, height] = size.split('x').map(Number);
 
-let stub = null;
+let server = null;
 let baseURL = base;
-if (base === 'stub') {
-  const { startStub } = await import('../devtest/stub.mjs');
-  stub = await startStub();
-  baseURL = stub.baseURL;
+if (base === 'serve') {
+  server = await startStreambed();
+  baseURL = server.baseURL;
 }
 const browser = await launchBrowser({ viewport: { width, height } });
 try {
@@ -29,5 +30,5 @@ try {
   console.log(`wrote ${out}`);
 } finally {
   await browser.close();
-  await stub?.stop();
+  await server?.stop();
 }

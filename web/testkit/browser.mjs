@@ -4,7 +4,7 @@
 
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 
@@ -58,11 +58,50 @@ export async function launchBrowser({ viewport = { width: 1280, height: 900 } } 
 }
 
 /**
- * Opens a deep link, waits for playback to start, then samples window.streambed.stats()
- * for `seconds` of wall time. Returns { startup, samples, first, last } where samples are
- * stats snapshots taken every `everyMs` after start-up.
+ * Installs, before the page's own scripts, a timer that measures how late the page's
+ * main thread runs: a 50 ms interval whose worst lateness since the last read is
+ * window.__streambedLag.maxMs. A starved browser shows here.
  */
-export async function playAndSample(page, url, { seconds = 10, everyMs = 500, startTimeoutMs = 30_000 } = {}) {
+async function installLagProbe(page) {
+  await page.addInitScript(() => {
+    const lag = { maxMs: 0, ticks: 0 };
+    let last = performance.now();
+    setInterval(() => {
+      const now = performance.now();
+      lag.maxMs = Math.max(lag.maxMs, now - last - 50);
+      lag.ticks++;
+      last = now;
+    }, 50);
+    window.__streambedLag = lag;
+  });
+}
+
+/**
+ * CPU times summed over all cores: { busy, total } in ms. Time of niced processes
+ * (nice > 0) is not busy: they yield to the browser and the origin.
+ */
+function cpuTimes() {
+  let busy = 0;
+  let total = 0;
+  for (const c of cpus()) {
+    const t = c.times;
+    busy += t.user + t.sys + t.irq;
+    total += t.user + t.nice + t.sys + t.irq + t.idle;
+  }
+  return { busy, total };
+}
+
+/**
+ * Opens a deep link, waits for playback to start, then samples window.streambed.stats()
+ * every `everyMs` for `seconds` of wall time — longer, up to `maxSeconds`, while less
+ * than `untilPlayedS` of media has played. Returns { startup, samples, first, last,
+ * machine } where samples are stats snapshots (with wallMs, the page's Date.now(), and
+ * lagMs, the page timer's worst lateness since the previous sample) and machine is
+ * what the host did meanwhile: the CPUs' busy share, the load average per core, the
+ * worst gap between two samples.
+ */
+export async function playAndSample(page, url, { seconds = 10, everyMs = 500, startTimeoutMs = 30_000, untilPlayedS = 0, maxSeconds = seconds } = {}) {
+  await installLagProbe(page);
   await page.goto(url, { waitUntil: 'load' });
   await page.waitForFunction(() => typeof window.streambed?.stats === 'function', null, { timeout: 10_000 });
   const startup = await page
@@ -79,15 +118,41 @@ export async function playAndSample(page, url, { seconds = 10, everyMs = 500, st
       const s = await page.evaluate(() => window.streambed.stats()).catch(() => null);
       throw new Error(`playback did not start within ${startTimeoutMs} ms: ${err.message}\nstats: ${JSON.stringify(s)}`);
     });
+  const sample = () =>
+    page.evaluate(() => {
+      const lag = window.__streambedLag;
+      const lagMs = lag ? lag.maxMs : null;
+      if (lag) lag.maxMs = 0;
+      return { ...window.streambed.stats(), wallMs: Date.now(), lagMs };
+    });
   const samples = [];
+  const cpu0 = cpuTimes();
+  const load0 = loadavg()[0];
   const t0 = Date.now();
-  while (Date.now() - t0 < seconds * 1000 && startup.error == null) {
-    samples.push(await page.evaluate(() => ({ ...window.streambed.stats(), wallMs: Date.now() })));
+  const more = () => {
+    const el = Date.now() - t0;
+    if (el < seconds * 1000) return true;
+    const played = samples.length > 1 ? samples.at(-1).currentTime - samples[0].currentTime : 0;
+    return played < untilPlayedS && el < maxSeconds * 1000;
+  };
+  while (more() && startup.error == null) {
+    samples.push(await sample());
     if (samples.at(-1).error != null) break;
     await new Promise((r) => setTimeout(r, everyMs));
   }
-  samples.push(await page.evaluate(() => ({ ...window.streambed.stats(), wallMs: Date.now() })));
-  return { startup, samples, first: samples[0], last: samples.at(-1) };
+  samples.push(await sample());
+  const cpu1 = cpuTimes();
+  let gapMs = 0;
+  for (let i = 1; i < samples.length; i++) gapMs = Math.max(gapMs, samples[i].wallMs - samples[i - 1].wallMs - everyMs);
+  const machine = {
+    cores: cpus().length,
+    cpuBusy: cpu1.total > cpu0.total ? (cpu1.busy - cpu0.busy) / (cpu1.total - cpu0.total) : null,
+    loadPerCore: Math.max(load0, loadavg()[0]) / cpus().length,
+    // The first sample's lag covers the page's load and the player's start: not load.
+    pageLagMs: Math.max(0, ...samples.slice(1).map((x) => x.lagMs ?? 0)),
+    sampleGapMs: gapMs,
+  };
+  return { startup, samples, first: samples[0], last: samples.at(-1), machine };
 }
 
 /** Median of finite numbers, or null. */

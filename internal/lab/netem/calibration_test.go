@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -106,35 +108,120 @@ func percentile(v []float64, p float64) float64 {
 	return s[int(p*float64(len(s)-1)+0.5)]
 }
 
-// TestCalibrationRTT: with delay d and no jitter the round trip is 2d within ±1 ms.
-func TestCalibrationRTT(t *testing.T) {
+// These tests check what the emulator does on a machine that may be busy with other
+// work (CI runs them under -race beside other test binaries). Where the emulator
+// can be wrong in a way load cannot explain — delivering early, faster than the
+// configured rate, dropping what it should not — they hold it strictly. Where the
+// machine's scheduling moves a figure (a wake-up delayed by other work makes a round
+// trip longer, a starved TCP sender leaves the link idle), they hold it to what the
+// forwarder itself recorded (DirectionStats lateness) or to a bound a loaded machine
+// meets. The tight calibration (RTT 2d ± 1 ms, rate ± 5 %) is a benchmark,
+// BenchmarkCalibration*, recorded in docs/netem.md.
+
+// rttSlack is what a round trip may take beyond 2d and the forwarder's recorded
+// lateness on a loaded machine: the TUN crossings, the kernel and the probing
+// goroutines' own wake-ups (0.1–0.25 ms on an idle machine; see docs/netem.md).
+const rttSlack = 5 * time.Millisecond
+
+// lateness is the mean lateness per crossing the forwarder recorded between two
+// snapshots, summed over the directions that carried packets meanwhile: what its
+// delayed wake-ups added to one round trip through those directions. crossings is
+// how many directions that was.
+func lateness(before, after []DirectionStats) (sum time.Duration, crossings int, detail string) {
+	var parts []string
+	for i := range after {
+		n := after[i].Timed - before[i].Timed
+		if n == 0 {
+			continue
+		}
+		mean := (after[i].LateSum - before[i].LateSum) / time.Duration(n)
+		sum += mean
+		crossings++
+		parts = append(parts, fmt.Sprintf("%s→%s %v mean over %d (max so far %v)", after[i].From, after[i].To, mean.Round(time.Microsecond), n, after[i].LateMax.Round(time.Microsecond)))
+	}
+	return sum, crossings, strings.Join(parts, ", ")
+}
+
+// checkRTT holds the probes' round trips to want (2d, summed over the path): none
+// earlier than the delays allow (the forwarder writes up to timerLead early at each
+// crossing), and the median no later than want plus the lateness the forwarder
+// recorded plus rttSlack.
+func checkRTT(t testing.TB, what string, rtts []float64, want float64, before, after []DirectionStats) {
+	t.Helper()
+	late, crossings, detail := lateness(before, after)
+	med, lo := percentile(rtts, 0.5), percentile(rtts, 0)
+	early := float64(time.Duration(crossings)*timerLead) / 1e6
+	hi := want + float64(late+rttSlack)/1e6
+	t.Logf("%s: RTT median %.3f ms, p10 %.3f, p90 %.3f, min %.3f, max %.3f (want %.1f; forwarder lateness %s)",
+		what, med, percentile(rtts, 0.1), percentile(rtts, 0.9), lo, percentile(rtts, 1), want, detail)
+	if crossings == 0 {
+		t.Errorf("%s: the forwarder timed no packet", what)
+	}
+	if lo < want-early {
+		t.Errorf("%s: a round trip of %.3f ms, shorter than the configured %.1f ms: the emulator delivered early", what, lo, want)
+	}
+	if med > hi {
+		t.Errorf("%s: median RTT %.3f ms > %.3f ms (%.1f + forwarder lateness %v + %v)", what, med, hi, want, late, rttSlack)
+	}
+}
+
+// TestLinkRTT: with delay d and no jitter no round trip is shorter than 2d, and the
+// median exceeds 2d only by what the forwarder recorded as its own lateness and a
+// few milliseconds of endpoints (BenchmarkCalibrationRTT: 2d ± 1 ms on an idle
+// machine).
+func TestLinkRTT(t *testing.T) {
 	for _, d := range []float64{5, 25, 50} {
 		t.Run(time.Duration(d*float64(time.Millisecond)).String(), func(t *testing.T) {
-			n := upTest(t, TwoHosts(Symmetric(Impairment{Delay: ms(d)})), Options{})
-			srv, cli := udpPair(t, n)
-			go func() { // echo
-				buf := make([]byte, 2048)
-				for {
-					k, from, err := srv.ReadFromUDPAddrPort(buf)
-					if err != nil {
-						return
-					}
-					_, _ = srv.WriteToUDPAddrPort(buf[:k], from)
-				}
-			}()
-			// A loaded machine (other jobs on the same two cores) delays the
-			// forwarder's wake-ups; measure again, up to three times, before failing.
-			var med float64
-			for attempt := 1; attempt <= 3; attempt++ {
-				rtts := measureRTT(t, cli, 60, d)
-				med = percentile(rtts, 0.5)
-				t.Logf("delay %vms attempt %d: RTT median %.3f ms, p10 %.3f, p90 %.3f, min %.3f, max %.3f (target %.0f ms, n=%d)",
-					d, attempt, med, percentile(rtts, 0.1), percentile(rtts, 0.9), percentile(rtts, 0), percentile(rtts, 1), 2*d, len(rtts))
-				if med >= 2*d-1 && med <= 2*d+1 {
-					return
-				}
+			n, cli := echoLink(t, d)
+			before := n.Stats()
+			rtts := measureRTT(t, cli, 60, d)
+			checkRTT(t, fmt.Sprintf("delay %vms", d), rtts, 2*d, before, n.Stats())
+		})
+	}
+}
+
+// echoLink is a two-host link with delay d ms each way, an echo in the server host and
+// a UDP socket in the client host connected to it.
+func echoLink(tb testing.TB, d float64) (*Network, *net.UDPConn) {
+	tb.Helper()
+	n := upTest(tb, TwoHosts(Symmetric(Impairment{Delay: ms(d)})), Options{})
+	srv, cli := udpPair(tb, n)
+	go udpEcho(srv)
+	return n, cli
+}
+
+// udpEcho answers every datagram on c until c is closed.
+func udpEcho(c *net.UDPConn) {
+	buf := make([]byte, 2048)
+	for {
+		k, from, err := c.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			return
+		}
+		_, _ = c.WriteToUDPAddrPort(buf[:k], from)
+	}
+}
+
+// BenchmarkCalibrationRTT is the emulator's RTT calibration: the median round trip
+// over 2d (target ± 1 ms) and the p90, with the forwarder's mean lateness. Run it on
+// a machine without other work: sudo go test -run '^$' -bench CalibrationRTT
+// -benchtime 5x ./internal/lab/netem/
+func BenchmarkCalibrationRTT(b *testing.B) {
+	for _, d := range []float64{5, 25, 50} {
+		b.Run(time.Duration(d*float64(time.Millisecond)).String(), func(b *testing.B) {
+			n, cli := echoLink(b, d)
+			var over, p90, late float64
+			for b.Loop() {
+				before := n.Stats()
+				rtts := measureRTT(b, cli, 60, d)
+				l, _, _ := lateness(before, n.Stats())
+				over += percentile(rtts, 0.5) - 2*d
+				p90 += percentile(rtts, 0.9) - 2*d
+				late += float64(l) / 1e6
 			}
-			t.Errorf("median RTT %.3f ms, want %.0f ± 1 ms", med, 2*d)
+			b.ReportMetric(over/float64(b.N), "ms-median-over-2d")
+			b.ReportMetric(p90/float64(b.N), "ms-p90-over-2d")
+			b.ReportMetric(late/float64(b.N), "ms-forwarder-late")
 		})
 	}
 }
@@ -183,29 +270,67 @@ func measureRTT(t testing.TB, cli *net.UDPConn, probes int, d float64) []float64
 	return rtts
 }
 
-// TestCalibrationRate: a TCP bulk transfer through a rate-limited link runs at the
-// rate within ±5 %.
-func TestCalibrationRate(t *testing.T) {
+// checkRate holds a rate measured over window to want. The wire rate is what the
+// emulator delivered (its own counters, nil st for the kernel backend, which has
+// none): it may not exceed want by more than 2 % plus what late forwarder wake-ups
+// move into the window (bytes owed before it began: at most LateMax's worth). Below
+// want only a loaded machine's bound holds (floor): a starved TCP sender leaves the
+// link idle. The receiver's goodput is held the same way, with 5 % more above for its
+// own late reads (the socket buffer) and 10 % less below for headers.
+func checkRate(t testing.TB, what string, goodput, wire, want, floor float64, window time.Duration, st []DirectionStats) {
+	t.Helper()
+	var lateMax time.Duration
+	for _, s := range st {
+		lateMax = max(lateMax, s.LateMax)
+	}
+	ceil := 1.02 + float64(lateMax)/float64(window)
+	t.Logf("%s: wire %.3f Mbit/s (%.1f%%), goodput %.3f Mbit/s (%.1f%%) of %.3f; bounds %.0f–%.0f%% (forwarder late at most %v)",
+		what, wire/1e6, 100*wire/want, goodput/1e6, 100*goodput/want, want/1e6, 100*floor, 100*ceil, lateMax.Round(time.Microsecond))
+	if st != nil && wire > want*ceil {
+		t.Errorf("%s: the link delivered %.3f Mbit/s, more than its %.3f Mbit/s", what, wire/1e6, want/1e6)
+	}
+	if st != nil && wire < want*floor {
+		t.Errorf("%s: the link delivered %.3f Mbit/s, under %.0f%% of %.3f Mbit/s even for a loaded machine", what, wire/1e6, 100*floor, want/1e6)
+	}
+	if goodput > want*(ceil+0.05) || goodput < want*floor*0.9 {
+		t.Errorf("%s: TCP goodput %.3f Mbit/s, want %.0f–%.0f%% of %.3f Mbit/s", what, goodput/1e6, 90*floor, 100*(ceil+0.05), want/1e6)
+	}
+}
+
+// TestLinkRate: a TCP bulk transfer through a rate-limited link never runs faster than
+// the rate, and on a loaded machine at least at 75 % of it
+// (BenchmarkCalibrationRate: ± 5 % on an idle machine).
+func TestLinkRate(t *testing.T) {
 	for _, r := range []Rate{2 * Mbit, 10 * Mbit, 20 * Mbit} {
 		t.Run(r.String(), func(t *testing.T) {
 			m := Impairment{Rate: ConstantRate(r), Delay: ms(10), Queue: Queue{Packets: 50}}
 			n := upTest(t, TwoHosts(Symmetric(m)), Options{})
-			var good, wire float64
-			for attempt := 1; attempt <= 3; attempt++ { // see TestCalibrationRTT
-				good, wire = tcpBulk(t, n, time.Second, 2*time.Second)
-				t.Logf("rate %s attempt %d: wire %.3f Mbit/s (%.2f%%), TCP goodput %.3f Mbit/s (%.2f%%)",
-					r, attempt, wire/1e6, 100*wire/float64(r), good/1e6, 100*good/float64(r))
-				if within(wire, float64(r), 0.05) && within(good, float64(r), 0.05) {
-					return
-				}
-			}
-			t.Errorf("wire %.3f Mbit/s (%+.1f%%), goodput %.3f Mbit/s (%+.1f%%): want both within ±5%% of %s",
-				wire/1e6, 100*(wire/float64(r)-1), good/1e6, 100*(good/float64(r)-1), r)
+			good, wire := tcpBulk(t, n, time.Second, 2*time.Second)
+			checkRate(t, r.String(), good, wire, float64(r), 0.75, 2*time.Second, n.Stats())
 		})
 	}
 }
 
-func within(v, want, share float64) bool { return v >= want*(1-share) && v <= want*(1+share) }
+// BenchmarkCalibrationRate is the emulator's rate calibration: the IP-level rate on
+// the link and the TCP goodput as a share of the configured rate (target ± 5 %;
+// goodput can reach only 1448/1500 = 96.5 %). sudo go test -run '^$' -bench
+// CalibrationRate -benchtime 5x ./internal/lab/netem/
+func BenchmarkCalibrationRate(b *testing.B) {
+	for _, r := range []Rate{2 * Mbit, 10 * Mbit, 20 * Mbit} {
+		b.Run(r.String(), func(b *testing.B) {
+			m := Impairment{Rate: ConstantRate(r), Delay: ms(10), Queue: Queue{Packets: 50}}
+			n := upTest(b, TwoHosts(Symmetric(m)), Options{})
+			var good, wire float64
+			for b.Loop() {
+				g, w := tcpBulk(b, n, time.Second, 2*time.Second)
+				good += g
+				wire += w
+			}
+			b.ReportMetric(100*wire/float64(b.N)/float64(r), "%-wire-of-rate")
+			b.ReportMetric(100*good/float64(b.N)/float64(r), "%-goodput-of-rate")
+		})
+	}
+}
 
 // tcpBulk sends from client to server for warm+measure and returns the goodput the
 // receiver saw and the IP-level rate the link delivered during measure (bits/s).

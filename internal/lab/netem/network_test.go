@@ -24,16 +24,7 @@ func echo(t testing.TB, n *Network, host string) int {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			k, from, err := c.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			_, _ = c.WriteToUDPAddrPort(buf[:k], from)
-		}
-	}()
+	go udpEcho(c)
 	return c.LocalAddr().(*net.UDPAddr).Port
 }
 
@@ -69,19 +60,11 @@ func TestTopologyChain(t *testing.T) {
 		want float64
 	}{{"cache", 10}, {"origin", 14}, {"ingest", 16}} {
 		cli := dialUDP(t, n, "client", c.to, echo(t, n, c.to))
-		// Functional, not calibration: ±2 ms over up to six forwarder crossings,
-		// measured again (up to three times) if the loaded machine got in the way.
-		var med float64
-		for attempt := 1; attempt <= 3; attempt++ {
-			med = percentile(measureRTT(t, cli, 20, c.want/2), 0.5)
-			t.Logf("client → %s attempt %d: RTT median %.3f ms (want %.0f)", c.to, attempt, med, c.want)
-			if med >= c.want-2 && med <= c.want+2 {
-				break
-			}
-		}
-		if med < c.want-2 || med > c.want+2 {
-			t.Errorf("client → %s: RTT %.3f ms, want %.0f ± 2", c.to, med, c.want)
-		}
+		// Up to six forwarder crossings: never earlier than the delays, and no later
+		// than the delays plus the lateness the forwarder recorded on them (checkRTT).
+		before := n.Stats()
+		rtts := measureRTT(t, cli, 20, c.want/2)
+		checkRTT(t, "client → "+c.to, rtts, c.want, before, n.Stats())
 	}
 	out, err := n.Command("client", "sh", "-c", "echo $STREAMBED_SERVER $STREAMBED_HOST $STREAMBED_ADDR_INGEST").Output()
 	if err != nil {
@@ -122,24 +105,23 @@ func TestCommand(t *testing.T) {
 }
 
 // SetLink changes the rate while traffic flows (a bandwidth step) on one TCP
-// connection.
+// connection: before the step the link carries 10 Mbit/s, after it 2, each never more
+// than its rate and at least 75 % of it on a loaded machine (checkRate).
 func TestSetLinkStep(t *testing.T) {
 	m := Impairment{Rate: ConstantRate(10 * Mbit), Delay: ms(5), Queue: Queue{Packets: 50}}
 	n := upTest(t, TwoHosts(Symmetric(m)), Options{})
 	read, stop := startBulk(t, n)
 	defer stop()
 	time.Sleep(500 * time.Millisecond)
-	before := wireRateNear(t, n, read, time.Second, 10e6, 0.1)
+	good, wire := rateOver(n, read, time.Second)
+	checkRate(t, "before the step", good, wire, 10e6, 0.75, time.Second, n.Stats())
 	m.Rate = ConstantRate(2 * Mbit)
 	if err := n.SetLink("server", "client", Symmetric(m)); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second) // TCP recovers from the drops of the step
-	after := wireRateNear(t, n, read, 1500*time.Millisecond, 2e6, 0.1)
-	t.Logf("before the step %.3f Mbit/s, after %.3f Mbit/s", before/1e6, after/1e6)
-	if !within(before, 10e6, 0.1) || !within(after, 2e6, 0.1) { // functional; TestCalibrationRate holds ±5 %
-		t.Errorf("step 10 → 2 Mbit/s measured %.3f → %.3f", before/1e6, after/1e6)
-	}
+	good, wire = rateOver(n, read, 1500*time.Millisecond)
+	checkRate(t, "after the step", good, wire, 2e6, 0.75, 1500*time.Millisecond, n.Stats())
 	if p, ok := n.Link("client", "server"); !ok || p.Forward.Rate.Constant != 2*Mbit {
 		t.Errorf("Link after SetLink: %+v", p)
 	}
@@ -148,34 +130,17 @@ func TestSetLinkStep(t *testing.T) {
 	}
 }
 
-// wireRateNear measures the link's rate over d, again (up to three times) while it
-// is off want by more than tol: on a loaded machine a measurement can catch a
-// stretch in which the forwarder or the TCP ends did not get the CPU.
-func wireRateNear(t testing.TB, n *Network, read func() int64, d time.Duration, want, tol float64) float64 {
-	t.Helper()
-	var wire float64
-	for attempt := 1; attempt <= 3; attempt++ {
-		_, wire = rateOver(n, read, d)
-		if within(wire, want, tol) {
-			break
-		}
-		t.Logf("attempt %d: %.3f Mbit/s, want %.3f", attempt, wire/1e6, want/1e6)
-	}
-	return wire
-}
-
-// A rate schedule alternates on the wire as configured.
+// A rate schedule alternates on the wire as configured: over two whole periods of a
+// 2/6 Mbit/s square wave the link carries 4 Mbit/s on average — more than a constant
+// 2, less than a constant 6 (checkRate: never above 4, at least 75 % of it).
 func TestScheduleOnTheWire(t *testing.T) {
 	m := Impairment{Rate: Oscillate(2*Mbit, 6*Mbit, time.Second, 0.5), Delay: ms(5), Queue: Queue{Packets: 30}}
 	n := upTest(t, TwoHosts(Symmetric(m)), Options{})
 	read, stop := startBulk(t, n)
 	defer stop()
 	time.Sleep(1500 * time.Millisecond)
-	mean := wireRateNear(t, n, read, 2*time.Second, 4e6, 0.1) // two whole periods
-	t.Logf("2/6 Mbit/s square wave: mean %.3f Mbit/s over 2 periods (want 4)", mean/1e6)
-	if !within(mean, 4e6, 0.1) {
-		t.Errorf("mean %.3f Mbit/s, want 4 ± 10%%", mean/1e6)
-	}
+	good, wire := rateOver(n, read, 2*time.Second) // two whole periods
+	checkRate(t, "2/6 Mbit/s square wave", good, wire, 4e6, 0.75, 2*time.Second, n.Stats())
 }
 
 // The kernel backend, forced on a kernel without netem, does rate (tbf) and
@@ -192,11 +157,10 @@ func TestKernelBackendWithoutNetem(t *testing.T) {
 		t.Skip("skipped: this kernel has netem; the no-netem path is not reachable")
 	}
 	good, _ := tcpBulk(t, n, time.Second, 2*time.Second)
-	t.Logf("tbf 10mbit: TCP goodput %.3f Mbit/s", good/1e6)
-	// tbf counts the 14-byte Ethernet header: the ideal goodput is 1448/1514.
-	if !within(good, 10e6*1448/1514, 0.05) {
-		t.Errorf("goodput %.3f Mbit/s through tbf 10mbit", good/1e6)
-	}
+	// tbf counts the 14-byte Ethernet header: the ideal goodput is 1448/1514. No
+	// counters here: the goodput never above it, and at least 75 % of it even on a
+	// loaded machine (9.55 Mbit/s, 99.9 % of the ideal, on an idle one: docs/netem.md).
+	checkRate(t, "tbf 10mbit", good, 0, 10e6*1448/1514, 0.75, 2*time.Second, nil)
 	if err := n.SetLink("client", "server", Symmetric(Impairment{Loss: Bernoulli(1)})); err != nil {
 		t.Fatal(err)
 	}

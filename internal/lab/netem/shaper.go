@@ -50,6 +50,37 @@ type DirectionStats struct {
 	Delivered      uint64
 	DeliveredBytes uint64
 	Queued         int // packets in the rate-limited queue now
+
+	// The user-space forwarder's timing (zeros for the kernel backend): how late it
+	// handed delivered packets to the receiving host against the delivery times the
+	// shaper gave them. The model's times are exact; lateness is what the machine
+	// added — wake-ups delayed by other work on the CPUs. A write up to timerLead
+	// early counts as negative lateness.
+	Timed       uint64        // delivered packets whose lateness is counted
+	LateSum     time.Duration // their total lateness
+	LateMax     time.Duration // the largest
+	LateOver1ms uint64        // how many were more than 1 ms late
+}
+
+// delivered counts one packet of size bytes handed over at now, due at at.
+func (st *DirectionStats) delivered(size int, now, at int64) {
+	st.Delivered++
+	st.DeliveredBytes += uint64(size)
+	late := time.Duration(now - at)
+	st.Timed++
+	st.LateSum += late
+	st.LateMax = max(st.LateMax, late)
+	if late > time.Millisecond {
+		st.LateOver1ms++
+	}
+}
+
+// MeanLate is the mean lateness of the timed packets, 0 when none were timed.
+func (st DirectionStats) MeanLate() time.Duration {
+	if st.Timed == 0 {
+		return 0
+	}
+	return st.LateSum / time.Duration(st.Timed)
 }
 
 // verdict is the shaper's decision for one packet.

@@ -90,8 +90,7 @@ func (p *pipe) handle(pkt []byte) {
 	}
 	// Fast path: due now, nothing ahead of it, nothing being written.
 	if v.n == 1 && v.at[0] <= now && p.line.len() == 0 && !p.writing {
-		p.sh.stats.Delivered++
-		p.sh.stats.DeliveredBytes += uint64(len(pkt))
+		p.sh.stats.delivered(len(pkt), now, v.at[0])
 		p.mu.Unlock()
 		p.write(pkt)
 		return
@@ -135,12 +134,12 @@ func (p *pipe) deliverLoop() {
 		for {
 			p.mu.Lock()
 			p.armed = 0
-			due := p.clk.now() + int64(timerLead)
+			now := p.clk.now()
+			due := now + int64(timerLead)
 			batch = batch[:0]
 			for p.line.len() > 0 && p.line.peek().at <= due {
 				it := p.line.pop()
-				p.sh.stats.Delivered++
-				p.sh.stats.DeliveredBytes += uint64(len(it.buf))
+				p.sh.stats.delivered(len(it.buf), now, it.at)
 				batch = append(batch, it)
 			}
 			if len(batch) == 0 {

@@ -73,6 +73,10 @@ type Report struct {
 	LatencyEndMS  *float64 `json:"latency_end_ms,omitempty"`
 	ClockOffsetMS float64  `json:"clock_offset_ms"` // server minus local clock, from UTCTiming
 	ClockSource   string   `json:"clock_source,omitempty"`
+	// ClockSlackMS is how far ClockOffsetMS may be from the truth: half the round trip
+	// of the UTCTiming request (the server stamped its time somewhere inside it). Null
+	// when the source was not a request.
+	ClockSlackMS *float64 `json:"clock_offset_slack_ms,omitempty"`
 
 	Errors       int           `json:"errors"` // failed requests (retried)
 	StallEvents  []StallEvent  `json:"stalls"`
@@ -178,11 +182,16 @@ func (r *Recorder) SetLive(live bool) {
 	r.mu.Unlock()
 }
 
-// ClockOffset records the server-minus-local clock offset and its source.
-func (r *Recorder) ClockOffset(d time.Duration, source string) {
+// ClockOffset records the server-minus-local clock offset, its source and how wrong
+// it may be (slack; negative when unknown).
+func (r *Recorder) ClockOffset(d, slack time.Duration, source string) {
 	r.mu.Lock()
 	r.r.ClockOffsetMS = ms(d)
 	r.r.ClockSource = source
+	r.r.ClockSlackMS = nil
+	if slack >= 0 {
+		r.r.ClockSlackMS = ptr(ms(slack))
+	}
 	r.mu.Unlock()
 }
 

@@ -198,20 +198,38 @@ func TestEstimatorMaxOne(t *testing.T) {
 	}
 }
 
-// TestEstimatorNoisy: samples scattered ±5% around the model still give C and M
-// within a tolerance, averaged over the probe samples.
-func TestEstimatorNoisy(t *testing.T) {
-	e := NewEstimator(EstimatorConfig{ProbeSamples: 4})
-	noise := []float64{1.05, 0.95, 1.03, 0.97}
-	seen := map[int]int{} // samples per N, so each N gets the same scatter
+// noisyProbe feeds an estimator with ProbeSamples probes model throughputs (C 10 Mbit/s,
+// M 2) scaled by a noise factor per sample and N, until its first estimate.
+//
+// The factors average to exactly 1 per N over four samples, and nothing short of that
+// average recovers the model: the first one, two or three samples of each N give
+// X2 ≥ 2·X1 (invalid) or M ≈ 3.8, the last one, two or three M ≈ 0.1–0.7, and the
+// median M ≈ 1.5. The ratio X2/X1 carries the noise (M depends only on it), so an
+// estimator that took any single sample, a subset, or the median would fail.
+func noisyProbe(probeSamples int) Estimate {
+	noise := map[int][]float64{2: {1.3, 1.1, 0.8, 0.8}, 1: {0.8, 0.9, 1.2, 1.1}}
+	e := NewEstimator(EstimatorConfig{ProbeSamples: probeSamples})
+	seen := map[int]int{}
 	for i := 0; e.Current().Estimates == 0 && i < 16; i++ {
 		n := e.Next()
-		x := Throughput(n, 10e6, 2) * noise[seen[n]%len(noise)]
+		x := Throughput(n, 10e6, 2) * noise[n][seen[n]%4]
 		seen[n]++
 		e.Observe(n, int64(x/8), time.Second)
 	}
-	est := e.Current()
-	if !est.Valid || !near(est.Capacity, 10e6, 0.05) || !near(est.Competing, 2, 0.05) {
-		t.Fatalf("estimate %+v, want C ≈ 10 Mbit/s, M ≈ 2", est)
+	return e.Current()
+}
+
+// TestEstimatorNoisy: the estimator averages its probe samples — with four samples
+// per N it recovers C and M from noise that only the average of all four cancels.
+func TestEstimatorNoisy(t *testing.T) {
+	est := noisyProbe(4)
+	if !est.Valid || !near(est.Capacity, 10e6, 1e-3) || !near(est.Competing, 2, 1e-3) {
+		t.Fatalf("estimate %+v, want C = 10 Mbit/s, M = 2 (the average of four samples per N)", est)
+	}
+	// The noise must keep telling averaging from not: fewer samples miss the model.
+	for k := 1; k < 4; k++ {
+		if e := noisyProbe(k); e.Valid && near(e.Competing, 2, 0.25) {
+			t.Errorf("with %d sample(s) per N the estimate %+v is already near M = 2: the noise no longer tests averaging", k, e)
+		}
 	}
 }

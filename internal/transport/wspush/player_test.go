@@ -12,6 +12,7 @@ import (
 
 	"github.com/streambed/streambed/internal/player"
 	"github.com/streambed/streambed/internal/player/dash"
+	"github.com/streambed/streambed/internal/player/qoe"
 	"github.com/streambed/streambed/internal/server"
 )
 
@@ -50,7 +51,7 @@ func playWS(t *testing.T, rawURL string, d time.Duration) (*PlayerTransport, pla
 
 // TestPlayerLive plays the live channel over WebSocket push in the headless player:
 // media arrives by push (deliveries), the server's policy (the channel's ws_policy)
-// picks the rendition, and the report has latency.
+// picks the rendition, and the report's latency is what the live delay makes it.
 func TestPlayerLive(t *testing.T) {
 	o := newOrigin(t, 40*time.Millisecond, Options{})
 	addr := startServer(t, o)
@@ -64,11 +65,12 @@ func TestPlayerLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr.AddToReport(&rep)
-	t.Logf("live: played %.1fs startup %v stalls %d switches %d pushed %d media requests %d errors %d latency %v overhead %d (%s)",
-		rep.PlayedS, ptr(rep.StartupDelayMS), rep.StallCount, rep.Switches, rep.Pushed, rep.MediaRequests, rep.Errors, ptr(rep.LatencyMS), rep.OverheadBytes, rep.OverheadSource)
+	t.Logf("live: played %.1fs startup %v stalls %d switches %d pushed %d media requests %d errors %d latency %v (%v–%v) overhead %d (%s)",
+		rep.PlayedS, ptr(rep.StartupDelayMS), rep.StallCount, rep.Switches, rep.Pushed, rep.MediaRequests, rep.Errors, ptr(rep.LatencyMS), ptr(rep.LatencyMinMS), ptr(rep.LatencyMaxMS), rep.OverheadBytes, rep.OverheadSource)
 	if rep.EndReason != "duration" || rep.PlayedS <= 0 || rep.Pushed == 0 || rep.LatencyMS == nil || rep.Protocol != "WebSocket" {
 		t.Errorf("report: end %s played %.1f pushed %d latency %v protocol %q", rep.EndReason, rep.PlayedS, rep.Pushed, rep.LatencyMS, rep.Protocol)
 	}
+	checkLiveLatency(t, rep, cfg.LiveDelay, 2*time.Second)
 	var policy string
 	for _, m := range tr.Messages() {
 		if m.Type == "switch" {
@@ -77,6 +79,27 @@ func TestPlayerLive(t *testing.T) {
 	}
 	if !strings.Contains(policy, "output buffer") {
 		t.Errorf("no switch by the channel's buffer rule: %q", policy)
+	}
+}
+
+// checkLiveLatency checks the live latency a report gives against what the session
+// did. The player starts at the boundary of the segment that holds (live edge −
+// delay), where the edge is the end of the newest complete segment, so at start-up it
+// is at least delay behind the origin's clock and at most delay + one segment, plus
+// the start-up time; only a stall adds to it later. The clock is the origin's
+// (UTCTiming on the same machine), known to within half the /time round trip.
+func checkLiveLatency(t *testing.T, rep qoe.Report, delay, segment time.Duration) {
+	t.Helper()
+	if rep.LatencyMS == nil || rep.LatencyMinMS == nil || rep.LatencyMaxMS == nil || rep.StartupDelayMS == nil {
+		t.Errorf("latency %v (min %v, max %v), start-up %v: want all of them", ptr(rep.LatencyMS), ptr(rep.LatencyMinMS), ptr(rep.LatencyMaxMS), ptr(rep.StartupDelayMS))
+		return
+	}
+	const clockMS = 100
+	lo := float64(delay.Milliseconds()) - clockMS
+	hi := float64((delay + segment).Milliseconds()) + *rep.StartupDelayMS + rep.StallMS + clockMS
+	if *rep.LatencyMinMS < lo || *rep.LatencyMaxMS > hi || *rep.LatencyMS < *rep.LatencyMinMS || *rep.LatencyMS > *rep.LatencyMaxMS {
+		t.Errorf("latency mean %.0f ms, min %.0f, max %.0f; want within %.0f–%.0f ms (delay %v, segment %v, start-up %.0f ms, stalls %.0f ms)",
+			*rep.LatencyMS, *rep.LatencyMinMS, *rep.LatencyMaxMS, lo, hi, delay, segment, *rep.StartupDelayMS, rep.StallMS)
 	}
 }
 

@@ -1,0 +1,68 @@
+# capacity-lib.sh — what bench/ws-capacity.sh and bench/ws-capacity-nginx.sh share:
+# root and tool checks, packaging an asset once, cgroup v1 CPU quotas, starting
+# `streambed serve` pinned to core 0, and running `streambed load` pinned to core 1
+# with its JSON written to a file. Sourced, not run. Expects BIN, OUT and a work folder
+# $work; sets SB_PID.
+
+CG=/sys/fs/cgroup/cpu
+CG_PERIOD=10000
+
+# cap_require NAME TOOL... — root, the tools, the cgroup controller, the binary.
+cap_require() {
+  local name=$1; shift
+  [ "$(id -u)" = 0 ] || { echo "$name: run as root (it puts the servers in cgroups with a CPU quota)" >&2; exit 1; }
+  local c
+  for c in "$@"; do command -v "$c" >/dev/null || { echo "$name: $c not found (make bench-ws-capacity installs it)" >&2; exit 1; }; done
+  [ -d "$CG" ] || { echo "$name: no cgroup v1 cpu controller at $CG" >&2; exit 1; }
+  [ -x "$BIN" ] || { echo "$name: $BIN missing (make build)" >&2; exit 1; }
+}
+
+# cap_package DIR NAME LADDER — package an 8 s synthetic asset with 2 s segments once.
+cap_package() {
+  if [ ! -f "$1/$2/stream.json" ]; then
+    echo "== packaging $2 ($3 + 64 kbit/s audio, 8 s, 2 s segments) into $1/$2"
+    "$BIN" package --synthetic 8s --ladder "$3" --audio-bitrate 64k --segment-duration 2s --preset ultrafast --name "$2" -o "$1/$2"
+  fi
+}
+
+# cap_cgroup NAME QUOTA — a cgroup holding its processes to QUOTA of a core.
+cap_cgroup() {
+  mkdir -p "$CG/$1"
+  echo $CG_PERIOD > "$CG/$1/cpu.cfs_period_us"
+  awk -v q="$2" -v p=$CG_PERIOD 'BEGIN{printf "%d\n", q*p}' > "$CG/$1/cpu.cfs_quota_us"
+}
+
+# cap_uncgroup NAME... — remove cgroups (their processes must have ended).
+cap_uncgroup() { local g; for g in "$@"; do rmdir "$CG/$g" 2>/dev/null || true; done; }
+
+# cap_serve PORT ASSETS GOMAXPROCS TASKSET CHANNEL... — start the origin in the
+# background (TASKSET: a core list for taskset, or "" for none) and wait for its MPD.
+cap_serve() {
+  local port=$1 assets=$2 procs=$3 cores=$4; shift 4
+  local args=(serve --http "127.0.0.1:$port" --https "" --assets "$assets" --no-demo --log-level warn)
+  local c; for c in "$@"; do args+=(--channel "$c"); done
+  local pin=(); [ -n "$cores" ] && pin=(taskset -c "$cores")
+  GOMAXPROCS=$procs "${pin[@]}" "$BIN" "${args[@]}" > "$work/sb-$port.log" 2>&1 &
+  SB_PID=$!
+  local ch=${1%%=*} i
+  for i in $(seq 50); do curl -sf "http://127.0.0.1:$port/live/$ch/manifest.mpd" >/dev/null && return 0; sleep 0.2; done
+  echo "streambed did not start:"; cat "$work/sb-$port.log"; exit 1
+}
+
+# cap_stop — stop the origin started by cap_serve.
+cap_stop() {
+  if [ -n "${SB_PID:-}" ]; then
+    kill "$SB_PID" 2>/dev/null || true
+    wait "$SB_PID" 2>/dev/null || true
+  fi
+  SB_PID=
+}
+
+# cap_load FILE URL [streambed load flags] — streambed load on core 1 (LOAD_CORES, ""
+# for no pinning), its JSON into $OUT/FILE.json.
+cap_load() {
+  local file=$1 url=$2; shift 2
+  local pin=(); [ -n "${LOAD_CORES-1}" ] && pin=(taskset -c "${LOAD_CORES-1}")
+  echo "== $file: streambed load $url $*"
+  "${pin[@]}" "$BIN" load "$url" --json "$@" > "$OUT/$file.json"
+}
