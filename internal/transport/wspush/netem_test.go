@@ -10,7 +10,7 @@ import (
 
 	"github.com/streambed/streambed/internal/testmedia"
 	"github.com/streambed/streambed/internal/transport/wspush"
-	"github.com/streambed/streambed/internal/transport/wspush/steplab"
+	"github.com/streambed/streambed/internal/lab/steplab"
 )
 
 // TestNetemStepDown: on an emulated link, a cap below the top rung's bitrate makes
@@ -20,7 +20,7 @@ import (
 //
 // It has no switches. The experiments of docs/results/wspush-adaptation.md (other
 // ladders and steps, their JSON and plot) are the program
-// internal/transport/wspush/wspushlab, over the same steplab.Run.
+// internal/lab/wspushlab, over the same steplab.Run.
 func TestNetemStepDown(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("skipped: needs root to create network namespaces (CI runs as root)")

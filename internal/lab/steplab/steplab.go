@@ -4,7 +4,7 @@
 //
 // Run needs root (network namespaces, internal/lab/netem). The test
 // TestNetemStepDown (internal/transport/wspush) checks one run; the program
-// internal/transport/wspush/wspushlab runs the experiments of
+// internal/lab/wspushlab runs the experiments of
 // docs/results/wspush-adaptation.md with any ladder and steps and writes their
 // timelines and plot. Exploration lives there, not in the test.
 package steplab
@@ -127,23 +127,21 @@ func origin(ctx context.Context, asset string, chunk time.Duration, ln net.Liste
 		cleanup()
 		return nil, err
 	}
-	c, err := looplive.NewChannel(a, looplive.ChannelOptions{Name: "live", ChunkDuration: chunk, DVRWindow: 20 * time.Second, AvailabilityStart: time.Unix(0, 0)})
-	if err != nil {
-		cleanup()
-		return nil, err
-	}
 	h := hub.New()
 	h.AddAsset(a)
-	h.AddChannel(c)
 	ctx, cancel := context.WithCancel(ctx)
-	handler, err := wspush.NewHandler(ctx, h, wspush.Options{})
-	if err != nil {
+	if _, err := looplive.AddChannel(ctx, h, a, looplive.ChannelOptions{Name: "live", ChunkDuration: chunk, DVRWindow: 20 * time.Second, AvailabilityStart: time.Unix(0, 0)}); err != nil {
 		cancel()
 		cleanup()
 		return nil, err
 	}
-	runDone := make(chan struct{})
-	go func() { _ = c.Run(ctx); close(runDone) }()
+	handler, err := wspush.NewHandler(ctx, h, wspush.Options{})
+	if err != nil {
+		cancel()
+		h.Close()
+		cleanup()
+		return nil, err
+	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /ws/{channel}", handler)
 	hs := &http.Server{Handler: mux}
@@ -151,7 +149,7 @@ func origin(ctx context.Context, asset string, chunk time.Duration, ln net.Liste
 	return func() {
 		cancel()
 		hs.Close()
-		<-runDone
+		h.Close()
 		cleanup()
 	}, nil
 }

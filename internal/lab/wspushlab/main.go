@@ -1,12 +1,12 @@
 // Command wspushlab runs the WebSocket push adaptation experiments of
 // docs/results/wspush-adaptation.md: a live channel pushed over one WebSocket through
-// an emulated link whose rate steps (internal/transport/wspush/steplab), once per
+// an emulated link whose rate steps (internal/lab/steplab), once per
 // policy, writing one timeline per policy (OUT/POLICY.json: every video segment and
 // every server message) and a plot of both (OUT/adaptation.svg). Needs root.
 //
-//	sudo go run ./internal/transport/wspush/wspushlab -out docs/results/tmp/step \
+//	sudo go run ./internal/lab/wspushlab -out docs/results/tmp/step \
 //	    -phases 2mbit:6s,300kbit:12s,2mbit:20s
-//	sudo go run ./internal/transport/wspush/wspushlab -out docs/results/tmp/step \
+//	sudo go run ./internal/lab/wspushlab -out docs/results/tmp/step \
 //	    -ladder 360p:400k,540p:1000k,720p:2500k -audio 128k \
 //	    -phases 6mbit:20s,1.5mbit:20s,6mbit:20s
 //
@@ -28,7 +28,7 @@ import (
 	"github.com/streambed/streambed/internal/source/pkg"
 	"github.com/streambed/streambed/internal/testmedia"
 	"github.com/streambed/streambed/internal/transport/wspush"
-	"github.com/streambed/streambed/internal/transport/wspush/steplab"
+	"github.com/streambed/streambed/internal/lab/steplab"
 )
 
 func main() {
