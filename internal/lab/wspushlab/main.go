@@ -25,10 +25,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/streambed/streambed/internal/lab/steplab"
 	"github.com/streambed/streambed/internal/source/pkg"
 	"github.com/streambed/streambed/internal/testmedia"
 	"github.com/streambed/streambed/internal/transport/wspush"
-	"github.com/streambed/streambed/internal/lab/steplab"
 )
 
 func main() {

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/streambed/streambed/internal/lab/steplab"
 	"github.com/streambed/streambed/internal/testmedia"
 	"github.com/streambed/streambed/internal/transport/wspush"
-	"github.com/streambed/streambed/internal/lab/steplab"
 )
 
 // TestNetemStepDown: on an emulated link, a cap below the top rung's bitrate makes
