@@ -446,10 +446,7 @@ func runPageload(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *out == "" {
-		*out = filepath.Join("lab-results", s.Name)
-	}
-	outDir, err := filepath.Abs(*out)
+	outDir, _, err := experiment.Folders(*out, "", s.Name)
 	if err != nil {
 		return err
 	}
@@ -463,8 +460,7 @@ func runPageload(ctx context.Context, args []string) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	res := &experiment.Results{Scenario: s, Started: time.Now().UTC(), Command: strings.Join(os.Args, " ")}
-	res.Host, _ = os.Hostname()
+	res := experiment.NewResults(s)
 	nw, err := upNetwork(ctx, s, "h2pushlab-pageload", log)
 	if err != nil {
 		return err
