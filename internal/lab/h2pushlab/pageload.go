@@ -49,6 +49,7 @@ import (
 	"github.com/streambed/streambed/internal/lab/experiment"
 	"github.com/streambed/streambed/internal/server"
 	"github.com/streambed/streambed/internal/transport/h2push"
+	"github.com/streambed/streambed/internal/transport/h2push/pushclient"
 )
 
 // Load protocols of the pageload matrix parameter "protocol".
@@ -336,7 +337,7 @@ func fetchPage(ctx context.Context, proto, pageURL string) (pageResult, error) {
 		}
 		stats = func() { res.Requests = requests.Load() }
 	case protoH2, protoH2Push:
-		c := h2push.NewClient(h2push.ClientOptions{DialContext: cd.DialContext, DisablePush: proto == protoH2})
+		c := pushclient.New(pushclient.Options{DialContext: cd.DialContext, DisablePush: proto == protoH2})
 		defer c.Close()
 		get = func(ctx context.Context, u string) ([]byte, error) {
 			s, err := c.Get(ctx, u)
