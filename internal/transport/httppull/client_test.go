@@ -9,11 +9,11 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/streambed/streambed/internal/media"
+	"github.com/streambed/streambed/internal/netutil"
 	"github.com/streambed/streambed/internal/player"
 	"github.com/streambed/streambed/internal/player/abr"
 	"github.com/streambed/streambed/internal/player/dash"
@@ -33,7 +33,7 @@ type origin struct {
 	ast      time.Time // live, server clock
 	reps     []testRep
 
-	read, written atomic.Int64 // server-side socket bytes
+	wire netutil.Counter // server-side socket bytes
 }
 
 type testRep struct {
@@ -149,24 +149,7 @@ func (l countingListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &serverConn{Conn: c, o: l.o}, nil
-}
-
-type serverConn struct {
-	net.Conn
-	o *origin
-}
-
-func (c *serverConn) Read(b []byte) (int, error) {
-	n, err := c.Conn.Read(b)
-	c.o.read.Add(int64(n))
-	return n, err
-}
-
-func (c *serverConn) Write(b []byte) (int, error) {
-	n, err := c.Conn.Write(b)
-	c.o.written.Add(int64(n))
-	return n, err
+	return netutil.NewCountingConn(c, &l.o.wire), nil
 }
 
 func newOrigin() *origin {
@@ -233,7 +216,7 @@ func TestFetch(t *testing.T) {
 				t.Errorf("wire bytes %d ≤ payload", rd+wr)
 			}
 			// The client's socket count equals the server's, byte for byte.
-			waitEqual(t, func() (int64, int64) { return rd + wr, o.read.Load() + o.written.Load() })
+			waitEqual(t, func() (int64, int64) { return rd + wr, serverWire(o) })
 			if proto == HTTP1 {
 				// One request on a fresh cleartext connection: wire = payload + overhead exactly.
 				if !resp.OverheadExact || resp.OverheadBytes != rd+wr-want {
@@ -344,7 +327,7 @@ func TestPlayVOD(t *testing.T) {
 			if rep.OverheadSource != "socket" || rep.WireBytes != rep.PayloadBytes+rep.OverheadBytes || rep.OverheadBytes <= 0 {
 				t.Errorf("overhead %d from %s, wire %d", rep.OverheadBytes, rep.OverheadSource, rep.WireBytes)
 			}
-			waitEqual(t, func() (int64, int64) { return rep.WireBytes, o.read.Load() + o.written.Load() })
+			waitEqual(t, func() (int64, int64) { return rep.WireBytes, serverWire(o) })
 			if rep.ThroughputKbps <= 0 || rep.Protocol == "" || rep.Transport != string(proto) {
 				t.Errorf("throughput %v, protocol %q, transport %q", rep.ThroughputKbps, rep.Protocol, rep.Transport)
 			}
@@ -409,4 +392,9 @@ func TestPlayLive(t *testing.T) {
 			t.Logf("%s: start-up %.0f ms, latency %.0f ms, stalls %d, requests %d, errors %d", proto, *rep.StartupDelayMS, *rep.LatencyMS, rep.StallCount, rep.Requests, rep.Errors)
 		})
 	}
+}
+
+func serverWire(o *origin) int64 {
+	r, w := o.wire.Bytes()
+	return r + w
 }

@@ -28,6 +28,8 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/streambed/streambed/internal/netutil"
 )
 
 // Options configure a Client.
@@ -72,8 +74,8 @@ type Client struct {
 	mu    sync.Mutex
 	conns map[string]*Conn // "scheme://authority" → connection
 
-	read, written atomic.Int64
-	st            clientStats
+	wire netutil.Counter // every connection's bytes
+	st   clientStats
 }
 
 type clientStats struct {
@@ -127,16 +129,17 @@ func (c *Client) Stats() Stats {
 		pending += cc.unclaimedBytes()
 	}
 	c.mu.Unlock()
-	return Stats{
+	st := Stats{
 		Requests: c.st.requests.Load(), Promised: c.st.promised.Load(), Claimed: c.st.claimed.Load(),
 		ClaimedInFlight: c.st.claimedInFlight.Load(), Delivered: c.st.delivered.Load(), Cancelled: c.st.cancelled.Load(),
 		PushedBytes: c.st.pushedBytes.Load(), UnclaimedBytes: c.st.wastedBytes.Load() + pending,
-		WireRead: c.read.Load(), WireWritten: c.written.Load(),
 	}
+	st.WireRead, st.WireWritten = c.wire.Bytes()
+	return st
 }
 
 // WireBytes returns the bytes read and written on all connections (TCP payload).
-func (c *Client) WireBytes() (read, written int64) { return c.read.Load(), c.written.Load() }
+func (c *Client) WireBytes() (read, written int64) { return c.wire.Bytes() }
 
 // Close closes every connection. Pushes still unclaimed count as unclaimed bytes.
 func (c *Client) Close() error {
@@ -249,7 +252,7 @@ func (c *Client) dial(ctx context.Context, u *url.URL) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", host, err)
 	}
-	var nc net.Conn = &countConn{Conn: raw, c: c}
+	var nc net.Conn = netutil.NewCountingConn(raw, &c.wire)
 	if u.Scheme == "https" {
 		conf := &tls.Config{}
 		if c.opts.TLSConfig != nil {
@@ -917,22 +920,4 @@ func (cc *Conn) onData(f *http2.DataFrame) error {
 		cc.finish(s, nil)
 	}
 	return nil
-}
-
-// countConn counts a connection's bytes for its client.
-type countConn struct {
-	net.Conn
-	c *Client
-}
-
-func (cc *countConn) Read(b []byte) (int, error) {
-	n, err := cc.Conn.Read(b)
-	cc.c.read.Add(int64(n))
-	return n, err
-}
-
-func (cc *countConn) Write(b []byte) (int, error) {
-	n, err := cc.Conn.Write(b)
-	cc.c.written.Add(int64(n))
-	return n, err
 }
