@@ -77,6 +77,17 @@ func (s *Server) RegisterMetrics(c prometheus.Collector) error { return s.metric
 // Hub is the hub the origin serves.
 func (s *Server) Hub() *hub.Hub { return s.hub }
 
+// PageFS is the embedded browser app the origin serves at / (index.html, app.js,
+// app.css; only a placeholder before `make web`), for transports that act on the
+// page, such as HTTP/2 push of its subresources.
+func (s *Server) PageFS() fs.FS {
+	dist, err := fs.Sub(web.Dist, "dist")
+	if err != nil {
+		panic(err) // the embed pattern guarantees dist exists
+	}
+	return dist
+}
+
 // Handler is the whole origin as an http.Handler, with CORS, metrics and logging.
 func (s *Server) Handler() http.Handler {
 	var h http.Handler = s.mux
@@ -105,10 +116,7 @@ func cors(next http.Handler) http.Handler {
 
 // pageHandler serves the embedded browser app.
 func (s *Server) pageHandler() http.Handler {
-	dist, err := fs.Sub(web.Dist, "dist")
-	if err != nil {
-		panic(err) // the embed pattern guarantees dist exists
-	}
+	dist := s.PageFS()
 	if _, err := fs.Stat(dist, "index.html"); err != nil {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")

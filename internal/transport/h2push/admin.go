@@ -17,7 +17,6 @@ import (
 
 	"github.com/streambed/streambed/internal/httperr"
 	"github.com/streambed/streambed/internal/hub"
-	"github.com/streambed/streambed/web"
 )
 
 //go:embed admin.html
@@ -28,6 +27,7 @@ type Host interface {
 	Handle(pattern string, h http.Handler)
 	Use(mw func(http.Handler) http.Handler)
 	Hub() *hub.Hub
+	PageFS() fs.FS // the player page's files, whose subresources push can send
 }
 
 // Attach wires HTTP/2 push into the origin: the strategies around the pull routes and
@@ -38,11 +38,7 @@ func Attach(_ context.Context, h Host, cfg Config, dataDir string, log *slog.Log
 	if path == "" {
 		path = filepath.Join(dataDir, "h2push", "rules.json")
 	}
-	page, err := fs.Sub(web.Dist, "dist")
-	if err != nil {
-		page = nil
-	}
-	p, err := New(Options{Hub: h.Hub(), Config: cfg, RulesPath: path, PageFS: page, Log: log})
+	p, err := New(Options{Hub: h.Hub(), Config: cfg, RulesPath: path, PageFS: h.PageFS(), Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("h2push: %w", err)
 	}
