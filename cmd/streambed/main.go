@@ -4,7 +4,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -26,10 +25,13 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := cmd.Run(ctx, os.Args[2:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
+		// A bare ExitError (another program's status) has nothing to add.
+		var ee *cli.ExitError
+		code := cli.ExitCode(err)
+		if code != 0 && !(errors.As(err, &ee) && ee.Err == nil) {
+			fmt.Fprintf(os.Stderr, "streambed %s: %v\n", cmd.Name, err)
 		}
-		fmt.Fprintf(os.Stderr, "streambed %s: %v\n", cmd.Name, err)
-		os.Exit(1)
+		stop()
+		os.Exit(code)
 	}
 }

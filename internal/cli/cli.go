@@ -4,6 +4,8 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -59,4 +61,35 @@ func names() []string {
 		n = append(n, c.Name)
 	}
 	return n
+}
+
+// ExitError is an error that carries the exit status of the process: a command that
+// ran another program (`netem exec`, `netem run`) exits with that program's status.
+// main prints Err, when there is one, and exits with Code; commands never call
+// os.Exit themselves.
+type ExitError struct {
+	Code int
+	Err  error // nil: the status says it all (the program printed its own errors)
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// ExitCode is the process exit status for err returned by a command: 0 for nil or
+// flag.ErrHelp (help was asked for), an ExitError's Code, else 1.
+func ExitCode(err error) int {
+	var ee *ExitError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ee):
+		return ee.Code
+	}
+	return 1
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 
 	"github.com/streambed/streambed/internal/lab/experiment"
@@ -80,18 +79,8 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	if *out == "" {
-		*out = filepath.Join("lab-results", s.Name)
-	}
-	outDir, err := filepath.Abs(*out)
+	outDir, cacheDir, err := experiment.Folders(*out, *cache, s.Name)
 	if err != nil {
-		return err
-	}
-	cacheDir, err := filepath.Abs(*cache)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return err
 	}
 	level := slog.LevelWarn

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,15 +16,15 @@ import (
 	"time"
 
 	"github.com/streambed/streambed/internal/lab/netem"
-	"golang.org/x/sys/unix"
 )
 
 // Netem builds emulated networks of namespaces: up, exec, down, run, status, set.
-// `exec` and `run` exit with the command's exit status.
+// `exec` and `run` exit with the command's exit status: a status other than 0 comes
+// back as an *ExitError (everything is cleaned up by then).
 func Netem(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	code, err := netemMain(ctx, args, stdout, stderr)
 	if err == nil && code != 0 {
-		os.Exit(code) // the command's status; everything is cleaned up by now
+		return &ExitError{Code: code}
 	}
 	return err
 }
@@ -310,49 +309,11 @@ func netemUp(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	logPath := strings.TrimSuffix(netem.StatePath(lf.stateDir, lf.name), ".json") + ".log"
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	logPath := netem.LogPath(lf.stateDir, lf.name)
+	r, err := netem.StartDaemon(ctx, append([]string{exe, "netem", "forward"}, args...), logPath)
 	if err != nil {
 		return err
 	}
-	defer logf.Close()
-	daemon := exec.Command(exe, append([]string{"netem", "forward"}, args...)...)
-	daemon.Stderr = logf
-	daemon.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // survives this shell
-	out, err := daemon.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := daemon.Start(); err != nil {
-		return err
-	}
-	ready := make(chan forwardReady, 1)
-	go func() {
-		var r forwardReady
-		line, err := bufio.NewReader(out).ReadBytes('\n')
-		if err != nil {
-			r.Error = "daemon exited before it was ready; see " + logPath
-		} else if err := json.Unmarshal(line, &r); err != nil {
-			r.Error = "daemon said " + strings.TrimSpace(string(line))
-		}
-		ready <- r
-	}()
-	var r forwardReady
-	select {
-	case r = <-ready:
-	case <-time.After(60 * time.Second):
-		_ = daemon.Process.Kill()
-		r.Error = "daemon not ready after 60s; see " + logPath
-	case <-ctx.Done():
-		_ = daemon.Process.Signal(syscall.SIGTERM)
-		_ = daemon.Wait()
-		return ctx.Err()
-	}
-	if r.Error != "" {
-		_ = daemon.Wait()
-		return errors.New(r.Error)
-	}
-	_ = daemon.Process.Release()
 	st := r.State
 	fmt.Fprintf(stderr, "netem: network %q up (daemon pid %d, log %s)\n", st.Name, st.PID, logPath)
 	fmt.Fprintf(stderr, "netem: backend %s (%s)\n", st.Backend, st.Why)
@@ -375,76 +336,27 @@ func nameFlag(name string) string {
 	return " --name " + name
 }
 
-// forwardReady is the daemon's first line to `up`.
-type forwardReady struct {
-	Error string            `json:"error,omitempty"`
-	State netem.State       `json:"state"`
-	Links []netem.LinkState `json:"links,omitempty"`
-}
-
 // netemForward is the daemon `up` starts: it owns the network until SIGTERM.
 func netemForward(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	lf := newLinkFlags("forward", "Usage: streambed netem forward [up flags]   (started by 'up'; not for direct use)\n", stderr, true)
 	if err := lf.parse(args, stdout); err != nil {
 		return err
 	}
-	say := func(r forwardReady) {
-		b, _ := json.Marshal(r)
-		fmt.Fprintf(stdout, "%s\n", b)
-		detachStdout(stdout)
-	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	if err := netem.RaisePriority(-10); err != nil { // steadier timing on a busy machine
 		log.Warn("could not raise priority", "err", err)
 	}
 	topo, err := lf.topologyFromFlags()
+	var opts netem.Options
 	if err == nil {
-		var opts netem.Options
-		if opts, err = lf.options(); err == nil {
-			opts.Logger = log
-			var n *netem.Network
-			if n, err = netem.Up(ctx, topo, opts); err == nil {
-				st := n.State(lf.name)
-				st.Log = strings.TrimSuffix(netem.StatePath(lf.stateDir, lf.name), ".json") + ".log"
-				r := forwardReady{State: st}
-				for _, l := range n.Links() {
-					p, _ := n.Link(l[0], l[1])
-					r.Links = append(r.Links, netem.LinkState{A: l[0], B: l[1], Profile: p})
-				}
-				served := make(chan error, 1)
-				go func() { served <- netem.Serve(ctx, n, st) }()
-				// Serve writes the state before it accepts; wait for the file.
-				for i := 0; i < 200; i++ {
-					if _, err := os.Stat(netem.StatePath(lf.stateDir, lf.name)); err == nil {
-						break
-					}
-					time.Sleep(5 * time.Millisecond)
-				}
-				say(r)
-				log.Info("netem up", "name", lf.name, "id", st.ID, "backend", st.Backend)
-				err = <-served
-				log.Info("netem down", "name", lf.name, "err", err)
-				return err
-			}
-		}
+		opts, err = lf.options()
 	}
-	say(forwardReady{Error: err.Error()})
-	return err
-}
-
-// detachStdout points the daemon's stdout at /dev/null once `up` has read its line,
-// so `up` sees end of file and nothing blocks on a pipe nobody reads.
-func detachStdout(w io.Writer) {
-	f, ok := w.(*os.File)
-	if !ok {
-		return
-	}
-	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
-		return
+		netem.Announce(stdout, netem.Ready{Error: err.Error()})
+		return err
 	}
-	defer null.Close()
-	_ = unix.Dup3(int(null.Fd()), int(f.Fd()), 0)
+	opts.Logger = log
+	return netem.RunDaemon(ctx, topo, opts, stdout)
 }
 
 const execUsage = `Usage: streambed netem exec [--name NAME] HOST -- CMD [ARGS...]

@@ -677,14 +677,13 @@ func (c *Channel) Await(ctx context.Context, trackID string, n uint64) (*media.S
 		}
 		select {
 		case <-ctx.Done():
-			err = ctx.Err()
 		case <-changed:
 		case <-due:
 		}
 		if timer != nil {
 			timer.Stop()
 		}
-		if err = ctx.Err(); err != nil {
+		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/streambed/streambed/internal/httperr"
 	"github.com/streambed/streambed/internal/hub"
 	"github.com/streambed/streambed/internal/layout"
 	"github.com/streambed/streambed/internal/media"
@@ -111,7 +112,7 @@ func (s *Server) handleStreams(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleTime(w http.ResponseWriter, r *http.Request) {
 	now, _, err := s.requestNow(r)
 	if err != nil {
-		writeError(w, err)
+		httperr.Write(w, err)
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/streambed/streambed/internal/httperr"
 	"github.com/streambed/streambed/internal/hub"
 	"github.com/streambed/streambed/internal/layout"
 	"github.com/streambed/streambed/internal/manifest"
@@ -82,26 +83,26 @@ func (s *Server) handleLive(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) serveLiveManifest(w http.ResponseWriter, r *http.Request, name, track, file string) {
 	if err := checkNames(name); err != nil {
-		writeError(w, err)
+		httperr.Write(w, err)
 		return
 	}
 	c, err := s.hub.Channel(name)
 	if err != nil {
-		writeError(w, err)
+		httperr.Write(w, err)
 		return
 	}
 	if track == "" && !layout.IsManifest(file) {
-		writeError(w, fmt.Errorf("channel %q has no file %q (manifest.mpd, manifest-timeline.mpd, master.m3u8): %w", name, file, media.ErrNotFound))
+		httperr.Write(w, fmt.Errorf("channel %q has no file %q (manifest.mpd, manifest-timeline.mpd, master.m3u8): %w", name, file, media.ErrNotFound))
 		return
 	}
 	now, pinned, err := s.requestNow(r)
 	if err != nil {
-		writeError(w, err)
+		httperr.Write(w, err)
 		return
 	}
 	last, ok := c.Latest(now)
 	if !ok {
-		writeError(w, fmt.Errorf("channel %q has no complete segment yet: %w", name, media.ErrNotYet))
+		httperr.Write(w, fmt.Errorf("channel %q has no complete segment yet: %w", name, media.ErrNotYet))
 		return
 	}
 	render := func(out io.Writer) error {
@@ -119,7 +120,7 @@ func (s *Server) serveLiveManifest(w http.ResponseWriter, r *http.Request, name,
 		m, err = s.manifest(slot, fmt.Sprintf("%p/%d", c, last), render)
 	}
 	if err != nil {
-		writeError(w, err)
+		httperr.Write(w, err)
 		return
 	}
 	serveManifest(w, r, m, file, s.liveManifestMaxAge(c))
@@ -128,7 +129,7 @@ func (s *Server) serveLiveManifest(w http.ResponseWriter, r *http.Request, name,
 func (s *Server) handleLiveTrack(w http.ResponseWriter, r *http.Request) {
 	name, track, file := r.PathValue("stream"), r.PathValue("track"), r.PathValue("file")
 	if err := checkNames(name, track); err != nil {
-		writeError(w, err)
+		httperr.Write(w, err)
 		return
 	}
 	if file == "playlist.m3u8" {
@@ -137,18 +138,18 @@ func (s *Server) handleLiveTrack(w http.ResponseWriter, r *http.Request) {
 	}
 	c, err := s.hub.Channel(name)
 	if err != nil {
-		writeError(w, err)
+		httperr.Write(w, err)
 		return
 	}
 	t, err := c.Info().Track(track)
 	if err != nil {
-		writeError(w, err)
+		httperr.Write(w, err)
 		return
 	}
 	if file == "init.mp4" {
 		b, err := c.Init(track)
 		if err != nil {
-			writeError(w, err)
+			httperr.Write(w, err)
 			return
 		}
 		s.serveBytes(w, r, b, t.Kind, name+"/"+track, time.Time{})
@@ -156,12 +157,12 @@ func (s *Server) handleLiveTrack(w http.ResponseWriter, r *http.Request) {
 	}
 	sn, err := layout.ParseSegmentName(file)
 	if err != nil {
-		writeError(w, err)
+		httperr.Write(w, err)
 		return
 	}
 	now, _, err := s.requestNow(r)
 	if err != nil {
-		writeError(w, err)
+		httperr.Write(w, err)
 		return
 	}
 	var seg *media.Segment
@@ -174,7 +175,7 @@ func (s *Server) handleLiveTrack(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, media.ErrNotYet) {
 			w.Header().Set("Retry-After", "1")
 		}
-		writeError(w, err)
+		httperr.Write(w, err)
 		return
 	}
 	h := w.Header()

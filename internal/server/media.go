@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/streambed/streambed/internal/httperr"
 	"github.com/streambed/streambed/internal/layout"
 	"github.com/streambed/streambed/internal/manifest"
 	"github.com/streambed/streambed/internal/manifest/dash"
@@ -102,23 +103,23 @@ func addressingOf(file string) manifest.Addressing {
 func (s *Server) handleVOD(w http.ResponseWriter, r *http.Request) {
 	name, file := r.PathValue("stream"), r.PathValue("file")
 	if err := checkNames(name); err != nil {
-		writeError(w, err)
+		httperr.Write(w, err)
 		return
 	}
 	a, err := s.hub.Asset(name)
 	if err != nil {
-		writeError(w, err)
+		httperr.Write(w, err)
 		return
 	}
 	if !layout.IsManifest(file) {
-		writeError(w, fmt.Errorf("asset %q has no file %q (manifest.mpd, manifest-timeline.mpd, master.m3u8): %w", name, file, media.ErrNotFound))
+		httperr.Write(w, fmt.Errorf("asset %q has no file %q (manifest.mpd, manifest-timeline.mpd, master.m3u8): %w", name, file, media.ErrNotFound))
 		return
 	}
 	m, err := s.manifest("vod/"+name+"/"+file, fmt.Sprintf("%p", a), func(w io.Writer) error {
 		return renderFile(w, manifest.AssetPresentation(a.Descriptor(), addressingOf(file)), file, "")
 	})
 	if err != nil {
-		writeError(w, err)
+		httperr.Write(w, err)
 		return
 	}
 	serveManifest(w, r, m, file, s.cfg.Cache.VODManifestMaxAge)
@@ -127,17 +128,17 @@ func (s *Server) handleVOD(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleVODTrack(w http.ResponseWriter, r *http.Request) {
 	name, track, file := r.PathValue("stream"), r.PathValue("track"), r.PathValue("file")
 	if err := checkNames(name, track); err != nil {
-		writeError(w, err)
+		httperr.Write(w, err)
 		return
 	}
 	a, err := s.hub.Asset(name)
 	if err != nil {
-		writeError(w, err)
+		httperr.Write(w, err)
 		return
 	}
 	t, err := a.Info().Track(track)
 	if err != nil {
-		writeError(w, err)
+		httperr.Write(w, err)
 		return
 	}
 	switch file {
@@ -150,7 +151,7 @@ func (s *Server) handleVODTrack(w http.ResponseWriter, r *http.Request) {
 			return renderFile(w, manifest.AssetPresentation(a.Descriptor(), manifest.Number), file, track)
 		})
 		if err != nil {
-			writeError(w, err)
+			httperr.Write(w, err)
 			return
 		}
 		serveManifest(w, r, m, file, s.cfg.Cache.VODManifestMaxAge)
@@ -158,7 +159,7 @@ func (s *Server) handleVODTrack(w http.ResponseWriter, r *http.Request) {
 	}
 	sn, err := layout.ParseSegmentName(file)
 	if err != nil {
-		writeError(w, err)
+		httperr.Write(w, err)
 		return
 	}
 	var path string
@@ -168,7 +169,7 @@ func (s *Server) handleVODTrack(w http.ResponseWriter, r *http.Request) {
 		_, path, err = a.SegmentFile(track, sn.Number)
 	}
 	if err != nil {
-		writeError(w, err)
+		httperr.Write(w, err)
 		return
 	}
 	s.serveFile(w, r, path, t.Kind)
@@ -179,12 +180,12 @@ func (s *Server) handleVODTrack(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, path string, kind media.Kind) {
 	cf, err := s.files.Get(path)
 	if err != nil {
-		writeError(w, fmt.Errorf("segment file: %w", media.ErrNotFound))
+		httperr.Write(w, fmt.Errorf("segment file: %w", media.ErrNotFound))
 		return
 	}
 	fd, err := cf.Open()
 	if err != nil {
-		writeError(w, fmt.Errorf("segment file: %w", media.ErrNotFound))
+		httperr.Write(w, fmt.Errorf("segment file: %w", media.ErrNotFound))
 		return
 	}
 	defer cf.Release(fd)

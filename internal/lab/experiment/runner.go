@@ -92,8 +92,7 @@ func Execute(ctx context.Context, s *Scenario, opts Options) (*Results, error) {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	res := &Results{Scenario: s, Started: time.Now().UTC(), Command: strings.Join(os.Args, " ")}
-	res.Host, _ = os.Hostname()
+	res := NewResults(s)
 
 	// 1. Content: one packaged asset per segment duration, cached across runs.
 	assets, durs, err := PrepareAssets(ctx, s, opts)

@@ -37,7 +37,7 @@ func httpClient(proto string, secure, insecure bool, dial func(ctx context.Conte
 
 // pullClient requests each segment of each track when it becomes available.
 func pullClient(ctx context.Context, t *Target, cr *clientResult, proto string, insecure bool) {
-	hc := httpClient(proto, len(t.HTTPBase) > 5 && t.HTTPBase[:5] == "https", insecure, countingDialer(&cr.wireIn, &cr.wireOut))
+	hc := httpClient(proto, len(t.HTTPBase) > 5 && t.HTTPBase[:5] == "https", insecure, countingDialer(&cr.wire))
 	defer hc.CloseIdleConnections()
 	buf := make([]byte, 32<<10)
 	fetch := func(u string, media bool) error {
@@ -127,7 +127,7 @@ func (cr *clientResult) fail(ctx context.Context, err error) {
 // wsClient receives a push session at the fixed rendition.
 func wsClient(ctx context.Context, t *Target, cr *clientResult, insecure bool) {
 	hc := &http.Client{Transport: &http.Transport{
-		DialContext:     countingDialer(&cr.wireIn, &cr.wireOut),
+		DialContext:     countingDialer(&cr.wire),
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: insecure}, //nolint:gosec // --insecure
 	}}
 	c, err := wspush.Dial(ctx, t.WSURL, wspush.DialOptions{HTTPClient: hc, Start: wspush.Start{Policy: wspush.PolicyFixed, Tracks: t.TrackIDs()}})
@@ -167,7 +167,7 @@ func wsClient(ctx context.Context, t *Target, cr *clientResult, insecure bool) {
 // idleClient opens a socket and never starts a session.
 func idleClient(ctx context.Context, t *Target, cr *clientResult, insecure bool) {
 	hc := &http.Client{Transport: &http.Transport{
-		DialContext:     countingDialer(&cr.wireIn, &cr.wireOut),
+		DialContext:     countingDialer(&cr.wire),
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: insecure}, //nolint:gosec // --insecure
 	}}
 	c, _, err := websocket.Dial(ctx, t.WSURL, &websocket.DialOptions{HTTPClient: hc})

@@ -33,6 +33,7 @@ import (
 
 	"github.com/streambed/streambed/internal/layout"
 	"github.com/streambed/streambed/internal/media"
+	"github.com/streambed/streambed/internal/netutil"
 	"github.com/streambed/streambed/internal/player"
 	"github.com/streambed/streambed/internal/player/dash"
 )
@@ -170,7 +171,7 @@ type clientResult struct {
 	mediaBytes, initBytes int64
 	chunks                int64
 	segments              int // complete segments of the first (video) track
-	wireIn, wireOut       int64
+	wire                  netutil.Counter
 	session               time.Duration
 	err                   error
 }
@@ -181,8 +182,9 @@ func (r *Result) summarise(clients []*clientResult) {
 		r.MediaBytes += c.mediaBytes
 		r.Chunks += c.chunks
 		// A connection's read loop may still count its last bytes (the close).
-		r.WireIn += atomic.LoadInt64(&c.wireIn)
-		r.WireOut += atomic.LoadInt64(&c.wireOut)
+		in, out := c.wire.Bytes()
+		r.WireIn += in
+		r.WireOut += out
 		if c.err != nil {
 			r.Failed++
 			errs[short(c.err)]++
@@ -380,33 +382,9 @@ func get(ctx context.Context, hc *http.Client, u string) ([]byte, error) {
 	return b, nil
 }
 
-// counter counts a connection's bytes.
-type counter struct {
-	net.Conn
-	in, out *int64
-}
-
-func (c *counter) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	atomic.AddInt64(c.in, int64(n))
-	return n, err
-}
-
-func (c *counter) Write(p []byte) (int, error) {
-	n, err := c.Conn.Write(p)
-	atomic.AddInt64(c.out, int64(n))
-	return n, err
-}
-
-func countingDialer(in, out *int64) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	d := &net.Dialer{Timeout: 10 * time.Second}
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := d.DialContext(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		return &counter{Conn: c, in: in, out: out}, nil
-	}
+// countingDialer dials TCP and counts every connection's bytes into wire.
+func countingDialer(wire *netutil.Counter) netutil.DialFunc {
+	return netutil.CountingDialer((&net.Dialer{Timeout: 10 * time.Second}).DialContext, wire)
 }
 
 func progress(w io.Writer, o Options, running, done *atomic.Int64) func() {

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/streambed/streambed/internal/fsutil"
 )
 
 // A network that outlives one command (the CLI's `up`) is owned by a daemon process
@@ -195,7 +197,7 @@ func Serve(ctx context.Context, n *Network, st State) error {
 		_ = os.Remove(st.Socket)
 		_ = os.Remove(path)
 	}()
-	if err := writeJSON(path, st); err != nil {
+	if err := fsutil.WriteJSONAtomic(path, st, 0o644); err != nil {
 		return err
 	}
 	go func() {

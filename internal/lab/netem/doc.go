@@ -65,7 +65,9 @@
 // # Daemons
 //
 // A network that must outlive one command is owned by a daemon (`streambed netem
-// up` starts one): it calls Up and then Serve, which writes a State file and
-// answers status and set requests on a unix socket until SIGTERM. ReadState,
-// State.CommandContext, State.Ask and State.Stop are the other side.
+// up` starts one with StartDaemon): RunDaemon calls Up and then Serve, which writes
+// a State file and answers status and set requests on a unix socket until SIGTERM,
+// and announces Ready (or why it failed) on the daemon's stdout, the start-up
+// handshake StartDaemon waits for. ReadState, State.CommandContext, State.Ask and
+// State.Stop are the other side.
 package netem

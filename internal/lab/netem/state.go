@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/streambed/streambed/internal/fsutil"
 )
 
 // DefaultStateDir holds run records and the CLI's network state.
@@ -40,23 +42,11 @@ func writeRecord(stateDir string, r runRecord) error {
 	if err := os.MkdirAll(runsDir(stateDir), 0o755); err != nil {
 		return err
 	}
-	return writeJSON(filepath.Join(runsDir(stateDir), r.ID+".json"), r)
+	return fsutil.WriteJSONAtomic(filepath.Join(runsDir(stateDir), r.ID+".json"), r, 0o644)
 }
 
 func removeRecord(stateDir, id string) {
 	_ = os.Remove(filepath.Join(runsDir(stateDir), id+".json"))
-}
-
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 // CleanStale removes the namespaces of runs whose owning process has died (a crash,

@@ -8,7 +8,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +20,7 @@ import (
 	"time"
 
 	"github.com/streambed/streambed/internal/cmaf"
+	"github.com/streambed/streambed/internal/fsutil"
 	"github.com/streambed/streambed/internal/manifest/static"
 	"github.com/streambed/streambed/internal/media"
 )
@@ -300,8 +300,8 @@ func Package(ctx context.Context, o Options) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := replaceDir(tmp, abs); err != nil {
-		return nil, err
+	if err := fsutil.ReplaceDir(tmp, abs); err != nil {
+		return nil, fmt.Errorf("asset: %w", err)
 	}
 	committed = true
 	res.Asset = asset
@@ -378,31 +378,9 @@ func hasDrawtext(ctx context.Context, ffmpeg string) bool {
 	return cmd.Run() == nil
 }
 
+// writeDescriptor writes stream.json atomically: the asset appears with it.
 func writeDescriptor(dir string, a *media.Asset) error {
-	b, err := json.MarshalIndent(a, "", "  ")
-	if err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, media.AssetFile+".tmp-")
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), filepath.Join(dir, media.AssetFile))
+	return fsutil.WriteJSONAtomic(filepath.Join(dir, media.AssetFile), a, 0o644)
 }
 
 // checkReplaceable refuses to replace a folder that is not an asset folder.
@@ -426,30 +404,6 @@ func checkReplaceable(dir string) error {
 	}
 	if len(entries) > 0 {
 		return fmt.Errorf("%s exists, is not empty and holds no %s: refusing to replace it (choose another -o)", dir, media.AssetFile)
-	}
-	return nil
-}
-
-// replaceDir moves the finished folder tmp to dst, replacing an older dst: the old one
-// is renamed aside first and removed only once the new one is in place.
-func replaceDir(tmp, dst string) error {
-	old := ""
-	if _, err := os.Stat(dst); err == nil {
-		old = fmt.Sprintf("%s.old-%d", dst, time.Now().UnixNano())
-		if err := os.Rename(dst, old); err != nil {
-			return fmt.Errorf("move the old %s aside: %w", dst, err)
-		}
-	}
-	if err := os.Rename(tmp, dst); err != nil {
-		if old != "" {
-			_ = os.Rename(old, dst)
-		}
-		return fmt.Errorf("move the new asset into %s: %w", dst, err)
-	}
-	if old != "" {
-		if err := os.RemoveAll(old); err != nil {
-			return fmt.Errorf("remove the old asset %s: %w", old, err)
-		}
 	}
 	return nil
 }

@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/streambed/streambed/internal/media"
+	"github.com/streambed/streambed/internal/httperr"
 	"github.com/streambed/streambed/internal/transport"
 )
 
@@ -64,7 +64,7 @@ func (p *Pusher) auth(next http.Handler) http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		if p.cfg.AdminToken == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="streambed push rules"`)
-			writeError(w, http.StatusUnauthorized, errors.New("the push rules page is off: set h2push.admin_token in the configuration"))
+			httperr.Write(w, httperr.WithStatus(http.StatusUnauthorized, errors.New("the push rules page is off: set h2push.admin_token in the configuration")))
 			return
 		}
 		got := r.URL.Query().Get("token")
@@ -73,7 +73,7 @@ func (p *Pusher) auth(next http.Handler) http.Handler {
 		}
 		if subtle.ConstantTimeCompare([]byte(got), []byte(p.cfg.AdminToken)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="streambed push rules"`)
-			writeError(w, http.StatusUnauthorized, errors.New("missing or wrong admin token (Authorization: Bearer TOKEN, or ?token=TOKEN)"))
+			httperr.Write(w, httperr.WithStatus(http.StatusUnauthorized, errors.New("missing or wrong admin token (Authorization: Bearer TOKEN, or ?token=TOKEN)")))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -114,7 +114,7 @@ func (p *Pusher) serveAPI(w http.ResponseWriter, r *http.Request) {
 	case "GET resources":
 		res, err := p.Discover(target)
 		if err != nil {
-			writeError(w, statusOf(err), err)
+			httperr.Write(w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"target": target, "resources": res, "rule": rules.ruleFor(target)})
@@ -125,7 +125,7 @@ func (p *Pusher) serveAPI(w http.ResponseWriter, r *http.Request) {
 	case "PUT rules":
 		b, err := readBody(r)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, err)
+			httperr.Write(w, httperr.WithStatus(http.StatusBadRequest, err))
 			return
 		}
 		rs, err := decodeRules(bytes.NewReader(b))
@@ -135,21 +135,21 @@ func (p *Pusher) serveAPI(w http.ResponseWriter, r *http.Request) {
 		p.answerSave(w, r, err)
 	case "PUT rule", "DELETE rule":
 		if target == "" {
-			writeError(w, http.StatusBadRequest, errors.New("?target= is required (page:/, vod/ASSET or live/CHANNEL)"))
+			httperr.Write(w, httperr.WithStatus(http.StatusBadRequest, errors.New("?target= is required (page:/, vod/ASSET or live/CHANNEL)")))
 			return
 		}
 		var rule *Rule
 		if r.Method == http.MethodPut {
 			b, err := readBody(r)
 			if err != nil {
-				writeError(w, http.StatusBadRequest, err)
+				httperr.Write(w, httperr.WithStatus(http.StatusBadRequest, err))
 				return
 			}
 			dec := json.NewDecoder(bytes.NewReader(b))
 			dec.DisallowUnknownFields()
 			rule = &Rule{}
 			if err := dec.Decode(rule); err != nil {
-				writeError(w, http.StatusBadRequest, fmt.Errorf("%w: %w", ErrInvalidRules, err))
+				httperr.Write(w, httperr.WithStatus(http.StatusBadRequest, fmt.Errorf("%w: %w", ErrInvalidRules, err)))
 				return
 			}
 		}
@@ -167,19 +167,18 @@ func (p *Pusher) serveAPI(w http.ResponseWriter, r *http.Request) {
 		}, p.validate)
 		p.answerSave(w, r, err)
 	default:
-		writeError(w, http.StatusNotFound, fmt.Errorf("no API %s %s", r.Method, r.URL.Path))
+		httperr.Write(w, httperr.WithStatus(http.StatusNotFound, fmt.Errorf("no API %s %s", r.Method, r.URL.Path)))
 	}
 }
 
 func (p *Pusher) answerSave(w http.ResponseWriter, r *http.Request, err error) {
 	if err != nil {
-		status := http.StatusInternalServerError
 		if errors.Is(err, ErrInvalidRules) {
-			status = http.StatusBadRequest
+			err = httperr.WithStatus(http.StatusBadRequest, err)
 		} else {
 			p.log.Error("saving push rules", "err", err)
 		}
-		writeError(w, status, err)
+		httperr.Write(w, err)
 		return
 	}
 	p.log.Info("push rules saved", "from", r.RemoteAddr, "targets", len(p.rules.get().Targets))
@@ -198,16 +197,6 @@ func readBody(r *http.Request) ([]byte, error) {
 		return nil, fmt.Errorf("%w: document larger than %d bytes", ErrInvalidRules, maxRulesBody)
 	}
 	return b, nil
-}
-
-func statusOf(err error) int {
-	switch {
-	case errors.Is(err, media.ErrBadRequest), errors.Is(err, ErrInvalidRules):
-		return http.StatusBadRequest
-	case errors.Is(err, media.ErrNotFound):
-		return http.StatusNotFound
-	}
-	return http.StatusInternalServerError
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

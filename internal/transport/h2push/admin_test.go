@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/streambed/streambed/internal/transport/h2push"
+	"github.com/streambed/streambed/internal/transport/h2push/pushclient"
 )
 
 const token = "t0ken"
@@ -39,7 +40,7 @@ func api(t *testing.T, method, url, body, tok string) (int, string) {
 // pushedWith requests path on a new h2c connection and returns what was promised.
 func pushedWith(t *testing.T, base, path string) []string {
 	t.Helper()
-	c := h2push.NewClient(h2push.ClientOptions{})
+	c := pushclient.New(pushclient.Options{})
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -14,10 +14,9 @@
 // A client that refuses push (SETTINGS_ENABLE_PUSH=0) gets plain responses; a push
 // the client resets stops at once and frees its place in the queue.
 //
-// Client. Client speaks HTTP/2 itself on golang.org/x/net/http2.Framer and hpack,
-// since Go's own client refuses pushes. Pushed responses land in a per-connection
-// cache; a request for a URL that was promised claims the push (complete or still
-// arriving) instead of going on the wire. Pushes that the player will not use (other
+// Client. The push-accepting HTTP/2 client is its own package, pushclient. Fetcher
+// is the player's transport over it: a request for a URL that was promised claims the
+// push instead of going on the wire, and pushes that the player will not use (other
 // renditions after a switch, segments behind the playhead) are reset with
-// RST_STREAM(CANCEL), and the bytes of pushes never claimed are counted.
+// RST_STREAM(CANCEL).
 package h2push

@@ -17,11 +17,12 @@ import (
 	"github.com/streambed/streambed/internal/player"
 	"github.com/streambed/streambed/internal/player/dash"
 	"github.com/streambed/streambed/internal/player/qoe"
+	"github.com/streambed/streambed/internal/transport/h2push/pushclient"
 )
 
 // FetcherOptions configure a Fetcher.
 type FetcherOptions struct {
-	Client ClientOptions
+	Client pushclient.Options
 	// Strategy is sent as ?push=STRATEGY with every request, so the origin uses it for
 	// the session (and again on a new connection); "" leaves the choice to the origin.
 	Strategy string
@@ -29,13 +30,13 @@ type FetcherOptions struct {
 	// player unasked (default 20 s); later ones wait in the cache. The player keeps at
 	// most 64 deliveries, so a transport must not flood it.
 	Ahead time.Duration
-	// StatsFile, when set, gets one JSON line of ClientStats when the fetcher closes
+	// StatsFile, when set, gets one JSON line of pushclient.Stats when the fetcher closes
 	// (the lab reads pushes and unclaimed bytes from it).
 	StatsFile string
 	Name      string // for the stats line
 }
 
-// Fetcher is the player's transport over Client: player.Fetcher, player.Receiver,
+// Fetcher is the player's transport over pushclient.Client: player.Fetcher, player.Receiver,
 // player.WireCounter and player.Protocoler.
 //
 // Before each media request it cancels the pushes the player will not use (other
@@ -44,7 +45,7 @@ type FetcherOptions struct {
 // otherwise sends a request. Complete pushes are also delivered unasked, paced to
 // playback. A claimed push comes back with Response.Pushed set.
 type Fetcher struct {
-	c    *Client
+	c    *pushclient.Client
 	opts FetcherOptions
 	dl   chan player.Delivery
 	stop chan struct{}
@@ -56,7 +57,7 @@ type Fetcher struct {
 	segDur   time.Duration
 	paceAt   time.Time             // when the first media segment arrived
 	paceBase map[media.Kind]uint64 // its number, per kind
-	held     []*Stream
+	held     []*pushclient.Stream
 	used     []useEntry       // media segments the player got, in order
 	inits    map[string]int64 // pushed init segments by representation: their bytes
 	wasted   int64
@@ -96,14 +97,14 @@ func NewFetcher(o FetcherOptions) (*Fetcher, error) {
 	f := &Fetcher{opts: o, dl: make(chan player.Delivery, 48), stop: make(chan struct{}),
 		kinds: map[string]media.Kind{}, paceBase: map[media.Kind]uint64{}, inits: map[string]int64{}}
 	o.Client.OnPush = f.onPush
-	f.c = NewClient(o.Client)
+	f.c = pushclient.New(o.Client)
 	f.wg.Add(1)
 	go f.pacer()
 	return f, nil
 }
 
 // Client is the underlying HTTP/2 client.
-func (f *Fetcher) Client() *Client { return f.c }
+func (f *Fetcher) Client() *pushclient.Client { return f.c }
 
 // Deliveries implements player.Receiver.
 func (f *Fetcher) Deliveries() <-chan player.Delivery { return f.dl }
@@ -116,7 +117,7 @@ func (f *Fetcher) Protocol() string { return "HTTP/2.0" }
 
 // Stats are the client's counters, with delivered pushes the player superseded
 // (another rendition of the same segment used later) counted as unclaimed.
-func (f *Fetcher) Stats() ClientStats {
+func (f *Fetcher) Stats() pushclient.Stats {
 	st := f.c.Stats()
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -198,7 +199,7 @@ func (f *Fetcher) Close() error {
 			Name     string `json:"transport"`
 			Strategy string `json:"strategy"`
 			At       string `json:"at"`
-			ClientStats
+			pushclient.Stats
 		}{f.opts.Name, f.opts.Strategy, time.Now().UTC().Format(time.RFC3339Nano), st})
 		if fh, ferr := os.OpenFile(f.opts.StatsFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644); ferr == nil {
 			_, _ = fh.Write(append(line, '\n'))
@@ -217,7 +218,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req player.SegmentRequest) (*player
 	if req.Kind == player.RequestMedia {
 		f.cancelUnwanted(req)
 	}
-	s, err := f.c.Get(ctx, canonURL(u))
+	s, err := f.c.Get(ctx, pushclient.CanonURL(u))
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", req.URL, err)
 	}
@@ -257,7 +258,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req player.SegmentRequest) (*player
 	return resp, nil
 }
 
-func toResponse(s *Stream) *player.Response {
+func toResponse(s *pushclient.Stream) *player.Response {
 	frames := s.Frames
 	if !s.Pushed {
 		frames++ // our HEADERS
@@ -297,13 +298,13 @@ func (f *Fetcher) learn(u string, body []byte) {
 }
 
 // note records which rendition of a segment number the player got.
-func (f *Fetcher) note(track string, number uint64, s *Stream, delivered bool) {
+func (f *Fetcher) note(track string, number uint64, s *pushclient.Stream, delivered bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.noteLocked(track, number, s, delivered)
 }
 
-func (f *Fetcher) noteLocked(track string, number uint64, s *Stream, delivered bool) {
+func (f *Fetcher) noteLocked(track string, number uint64, s *pushclient.Stream, delivered bool) {
 	if k, ok := f.kinds[track]; ok {
 		f.startPaceLocked(k, number)
 	}
@@ -361,7 +362,7 @@ func pushedResource(u string) layout.Resource {
 
 // onPush is the client's hook for a complete unclaimed push: deliver it now if it is
 // within the pacing window, else hold it for the pacer.
-func (f *Fetcher) onPush(s *Stream) bool {
+func (f *Fetcher) onPush(s *pushclient.Stream) bool {
 	if s.Status != http.StatusOK {
 		return false
 	}
@@ -402,7 +403,7 @@ func (f *Fetcher) dueLocked(res layout.Resource) bool {
 }
 
 // deliverLocked hands s to the player (non-blocking); false leaves it in the cache.
-func (f *Fetcher) deliverLocked(s *Stream, res layout.Resource) bool {
+func (f *Fetcher) deliverLocked(s *pushclient.Stream, res layout.Resource) bool {
 	kind := player.RequestMedia
 	if res.Kind == layout.KindInit {
 		kind = player.RequestInit
@@ -436,7 +437,7 @@ func (f *Fetcher) pacer() {
 		}
 		f.mu.Lock()
 		keep := f.held[:0]
-		var due []*Stream
+		var due []*pushclient.Stream
 		for _, s := range f.held {
 			if f.dueLocked(pushedResource(s.URL)) {
 				due = append(due, s)

@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"os"
 	"strings"
+
+	"github.com/streambed/streambed/internal/transport/h2push/pushclient"
 )
 
 // Play transport names: "h2push" (TLS, https URLs) and "h2cpush" (cleartext, http
@@ -16,7 +18,7 @@ const (
 	PlayCleartext = "h2cpush"
 )
 
-// StatsEnv names a file that play transports append their ClientStats to, one JSON
+// StatsEnv names a file that play transports append their pushclient.Stats to, one JSON
 // line per session, when they close.
 const StatsEnv = "STREAMBED_H2PUSH_STATS"
 
@@ -64,7 +66,7 @@ func NewPlayFetcher(name string, u *url.URL, insecure bool) (*Fetcher, error) {
 		return nil, fmt.Errorf("transport %s needs an http URL (use %s for https)", name, PlayTLS)
 	}
 	return NewFetcher(FetcherOptions{
-		Client:    ClientOptions{Insecure: insecure, DisablePush: noPush},
+		Client:    pushclient.Options{Insecure: insecure, DisablePush: noPush},
 		Strategy:  strategy,
 		StatsFile: os.Getenv(StatsEnv),
 		Name:      name,

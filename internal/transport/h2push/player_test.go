@@ -13,41 +13,42 @@ import (
 	"github.com/streambed/streambed/internal/player/dash"
 	"github.com/streambed/streambed/internal/player/qoe"
 	"github.com/streambed/streambed/internal/transport/h2push"
+	"github.com/streambed/streambed/internal/transport/h2push/pushclient"
 )
 
 // play runs the headless player over an h2push transport and returns its report, as
 // `streambed play --json` prints it, and the transport's stats.
-func play(transport, manifest, abrSpec string) (qoe.Report, h2push.ClientStats, error) {
+func play(transport, manifest, abrSpec string) (qoe.Report, pushclient.Stats, error) {
 	u, _ := url.Parse(manifest)
 	f, err := h2push.NewPlayFetcher(transport, u, true)
 	if err != nil {
-		return qoe.Report{}, h2push.ClientStats{}, err
+		return qoe.Report{}, pushclient.Stats{}, err
 	}
 	defer f.Close()
 	rule, err := abr.Parse(abrSpec)
 	if err != nil {
-		return qoe.Report{}, h2push.ClientStats{}, err
+		return qoe.Report{}, pushclient.Stats{}, err
 	}
 	p, err := player.New(player.Config{URL: manifest, Fetcher: f, Load: dash.Load, ABR: rule, Transport: transport, RequestTimeout: 20 * time.Second})
 	if err != nil {
-		return qoe.Report{}, h2push.ClientStats{}, err
+		return qoe.Report{}, pushclient.Stats{}, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	rep, err := p.Run(ctx)
 	if err != nil {
-		return rep, h2push.ClientStats{}, fmt.Errorf("%s: %w", transport, err)
+		return rep, pushclient.Stats{}, fmt.Errorf("%s: %w", transport, err)
 	}
 	f.AddToReport(&rep)
 	if err := f.Close(); err != nil {
-		return rep, h2push.ClientStats{}, err
+		return rep, pushclient.Stats{}, err
 	}
 	return rep, f.Stats(), nil
 }
 
 type playResult struct {
 	rep qoe.Report
-	st  h2push.ClientStats
+	st  pushclient.Stats
 	err error
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/streambed/streambed/internal/source/looplive"
 	"github.com/streambed/streambed/internal/transport/h2push"
+	"github.com/streambed/streambed/internal/transport/h2push/pushclient"
 )
 
 // strategyCases are the push sets of the test asset (v180, v360, a64; 4 segments
@@ -46,7 +47,7 @@ func TestStrategiesOverH2AndH2C(t *testing.T) {
 		}
 		for _, tc := range strategyCases {
 			t.Run(proto+"/"+tc.strategy, func(t *testing.T) {
-				c := h2push.NewClient(h2push.ClientOptions{Insecure: true})
+				c := pushclient.New(pushclient.Options{Insecure: true})
 				defer c.Close()
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 				defer cancel()
@@ -92,7 +93,7 @@ func TestStrategiesOverH2AndH2C(t *testing.T) {
 // media-time order: with "all", every segment completes after the ones before it.
 func TestPushOrderFollowsMediaTime(t *testing.T) {
 	o := startOrigin(t, h2push.Config{}, "")
-	c := h2push.NewClient(h2push.ClientOptions{})
+	c := pushclient.New(pushclient.Options{})
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -116,7 +117,7 @@ func TestPushOrderFollowsMediaTime(t *testing.T) {
 // connection, so later segment requests (which carry no query) use it.
 func TestSessionStrategySticks(t *testing.T) {
 	o := startOrigin(t, h2push.Config{}, "")
-	c := h2push.NewClient(h2push.ClientOptions{})
+	c := pushclient.New(pushclient.Options{})
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -134,7 +135,7 @@ func TestSessionStrategySticks(t *testing.T) {
 		t.Fatalf("after a segment request the session pushed %d: %v", len(p), p)
 	}
 	// A new connection is a new session: the configured default (none) applies.
-	c2 := h2push.NewClient(h2push.ClientOptions{})
+	c2 := pushclient.New(pushclient.Options{})
 	defer c2.Close()
 	if _, err := c2.Get(ctx, o.h2c+"/vod/test/v180/2.m4s"); err != nil {
 		t.Fatal(err)
@@ -181,7 +182,7 @@ func TestClientRefusingPushGetsPlainResponses(t *testing.T) {
 		}
 	}
 	// Our client with push disabled gets no PUSH_PROMISE either.
-	c := h2push.NewClient(h2push.ClientOptions{DisablePush: true})
+	c := pushclient.New(pushclient.Options{DisablePush: true})
 	defer c.Close()
 	s, err := c.Get(context.Background(), o.h2c+"/vod/test/manifest.mpd?push=all")
 	if err != nil || s.Status != 200 || c.Stats().Promised != 0 {
@@ -198,7 +199,7 @@ func TestResetFreesPushes(t *testing.T) {
 	// has answered its promise, so the server sees every reset however slow the
 	// client is to read (with a large window a busy machine let the server finish
 	// all ten before the resets arrived).
-	c := h2push.NewClient(h2push.ClientOptions{Window: 4096, AcceptPush: func(u string) bool {
+	c := pushclient.New(pushclient.Options{Window: 4096, AcceptPush: func(u string) bool {
 		return !strings.Contains(u, "/v180/") || strings.HasSuffix(u, "init.mp4")
 	}})
 	defer c.Close()
@@ -238,7 +239,7 @@ func TestResetFreesPushes(t *testing.T) {
 // leaves the rest to requests.
 func TestPushLimit(t *testing.T) {
 	o := startOrigin(t, h2push.Config{}, "")
-	c := h2push.NewClient(h2push.ClientOptions{MaxPushes: 3})
+	c := pushclient.New(pushclient.Options{MaxPushes: 3})
 	defer c.Close()
 	before := o.pusher.Stats()
 	if _, err := c.Get(context.Background(), o.h2c+"/vod/test/manifest.mpd?push=all"); err != nil {
@@ -328,7 +329,7 @@ func TestLiveKPushWaitsForSegments(t *testing.T) {
 		return looplive.DefaultAvailabilityStart.Add(time.Duration(n+1) * 2 * time.Second)
 	}
 	n := uint64(time.Since(looplive.DefaultAvailabilityStart)/(2*time.Second)) - 1
-	c := h2push.NewClient(h2push.ClientOptions{})
+	c := pushclient.New(pushclient.Options{})
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

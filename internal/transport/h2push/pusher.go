@@ -2,7 +2,6 @@ package h2push
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io/fs"
 	"log/slog"
@@ -13,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/streambed/streambed/internal/httperr"
 	"github.com/streambed/streambed/internal/hub"
 	"github.com/streambed/streambed/internal/layout"
 	"github.com/streambed/streambed/internal/media"
@@ -160,7 +160,7 @@ func (p *Pusher) serve(w http.ResponseWriter, r *http.Request, next http.Handler
 	}
 	pl, err := p.plan(r, key, h2)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err)
+		httperr.Write(w, httperr.WithStatus(http.StatusBadRequest, err))
 		return
 	}
 	if len(pl.hints) > 0 && !p.cfg.NoEarlyHints {
@@ -646,13 +646,3 @@ func (w *pushWriter) Write(b []byte) (int, error) {
 }
 
 func (w *pushWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// writeError answers with the origin's JSON error shape.
-func writeError(w http.ResponseWriter, status int, err error) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": err.Error(), "status": status})
-}

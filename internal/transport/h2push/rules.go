@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/streambed/streambed/internal/fsutil"
 	"github.com/streambed/streambed/internal/layout"
 )
 
@@ -227,12 +228,10 @@ func (s *ruleStore) saveLocked(rs *Rules, check func(*Rules) error) error {
 		return err
 	}
 	if s.path != "" {
-		if err := os.MkdirAll(filepath.Dir(s.path), 0o755); err != nil {
+		if err := fsutil.WriteFileAtomic(s.path, append(b, '\n'), 0o644); err != nil {
 			return fmt.Errorf("push rules: %w", err)
 		}
-		if err := writeFileAtomic(s.path, append(b, '\n'), 0o644); err != nil {
-			return fmt.Errorf("push rules: %w", err)
-		}
+		_ = fsutil.SyncDir(filepath.Dir(s.path)) // the rename survives a crash
 	}
 	s.cur.Store(rs)
 	return nil
@@ -256,39 +255,6 @@ func decodeRules(r *bytes.Reader) (*Rules, error) {
 		rs.Targets = map[string]*Rule{}
 	}
 	return &rs, nil
-}
-
-// writeFileAtomic writes through a temporary file in the same folder, fsyncs it and
-// renames it over path, then fsyncs the folder so the rename survives a crash.
-func writeFileAtomic(path string, b []byte, perm os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
 }
 
 // ruleFor returns the rule of a target in rs (nil when none).

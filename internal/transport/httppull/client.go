@@ -36,6 +36,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/streambed/streambed/internal/media"
+	"github.com/streambed/streambed/internal/netutil"
 	"github.com/streambed/streambed/internal/player"
 )
 
@@ -78,8 +79,8 @@ type Client struct {
 	tr   *http.Transport
 	hc   *http.Client
 
-	read, written atomic.Int64
-	proto         atomic.Value // string: the last negotiated protocol
+	wire  netutil.Counter // every connection's bytes
+	proto atomic.Value    // string: the last negotiated protocol
 
 	mu      sync.Mutex // guards the HPACK estimators
 	reqEnc  *hpack.Encoder
@@ -130,13 +131,7 @@ func NewClient(o ClientOptions) (*Client, error) {
 		protos.SetUnencryptedHTTP2(true)
 	}
 	c.tr = &http.Transport{
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			conn, err := dial(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &countingConn{Conn: conn, c: c}, nil
-		},
+		DialContext:         netutil.CountingDialer(dial, &c.wire),
 		TLSClientConfig:     tlsConf,
 		Protocols:           protos,
 		ForceAttemptHTTP2:   o.Protocol == H2,
@@ -158,7 +153,7 @@ func (c *Client) Protocol() string {
 }
 
 // WireBytes returns the bytes read and written on all connections so far.
-func (c *Client) WireBytes() (read, written int64) { return c.read.Load(), c.written.Load() }
+func (c *Client) WireBytes() (read, written int64) { return c.wire.Bytes() }
 
 // Close closes idle connections.
 func (c *Client) Close() error {
@@ -179,15 +174,15 @@ func (c *Client) Fetch(ctx context.Context, req player.SegmentRequest) (*player.
 		return nil, fmt.Errorf("%s: transport h2c needs an http URL (use h2 over TLS)", req.URL)
 	}
 	var (
-		cc        *countingConn
+		cc        *netutil.CountingConn
 		r0, w0    int64
 		firstByte time.Time
 	)
 	trace := &httptrace.ClientTrace{
 		GotConn: func(info httptrace.GotConnInfo) {
-			cc = unwrap(info.Conn)
+			cc = netutil.FindCountingConn(info.Conn)
 			if cc != nil {
-				r0, w0 = cc.r.Load(), cc.w.Load()
+				r0, w0 = cc.Bytes()
 			}
 		},
 		GotFirstResponseByte: func() { firstByte = time.Now() },
@@ -226,7 +221,8 @@ func (c *Client) Fetch(ctx context.Context, req player.SegmentRequest) (*player.
 		out.FirstByte = out.End
 	}
 	if resp.ProtoMajor == 1 && cc != nil {
-		wire := cc.r.Load() - r0 + cc.w.Load() - w0
+		r1, w1 := cc.Bytes()
+		wire := r1 - r0 + w1 - w0
 		out.OverheadBytes, out.OverheadExact = max(wire-out.PayloadBytes, 0), true
 	} else {
 		out.OverheadBytes = c.h2Overhead(hreq, resp, out.PayloadBytes)
@@ -289,44 +285,4 @@ func writeHeader(enc *hpack.Encoder, h http.Header) {
 			enc.WriteField(hpack.HeaderField{Name: strings.ToLower(k), Value: v})
 		}
 	}
-}
-
-// countingConn counts the bytes a connection moves, for itself and for its client.
-type countingConn struct {
-	net.Conn
-	c    *Client
-	r, w atomic.Int64
-}
-
-func (cc *countingConn) Read(b []byte) (int, error) {
-	n, err := cc.Conn.Read(b)
-	cc.r.Add(int64(n))
-	cc.c.read.Add(int64(n))
-	return n, err
-}
-
-func (cc *countingConn) Write(b []byte) (int, error) {
-	n, err := cc.Conn.Write(b)
-	cc.w.Add(int64(n))
-	cc.c.written.Add(int64(n))
-	return n, err
-}
-
-// unwrap finds the counting connection under a TLS connection.
-func unwrap(conn net.Conn) *countingConn {
-	for conn != nil {
-		switch c := conn.(type) {
-		case *countingConn:
-			return c
-		case *tls.Conn:
-			conn = c.NetConn()
-		default:
-			if u, ok := conn.(interface{ NetConn() net.Conn }); ok {
-				conn = u.NetConn()
-				continue
-			}
-			return nil
-		}
-	}
-	return nil
 }

@@ -10,11 +10,11 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/streambed/streambed/internal/media"
+	"github.com/streambed/streambed/internal/netutil"
 	"github.com/streambed/streambed/internal/player"
 	"github.com/streambed/streambed/internal/player/abr"
 	"github.com/streambed/streambed/internal/player/dash"
@@ -35,7 +35,7 @@ type origin struct {
 	ast      time.Time // live, server clock
 	reps     []testRep
 
-	read, written atomic.Int64 // server-side socket bytes
+	wire netutil.Counter // server-side socket bytes
 }
 
 type testRep struct {
@@ -151,24 +151,7 @@ func (l countingListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &serverConn{Conn: c, o: l.o}, nil
-}
-
-type serverConn struct {
-	net.Conn
-	o *origin
-}
-
-func (c *serverConn) Read(b []byte) (int, error) {
-	n, err := c.Conn.Read(b)
-	c.o.read.Add(int64(n))
-	return n, err
-}
-
-func (c *serverConn) Write(b []byte) (int, error) {
-	n, err := c.Conn.Write(b)
-	c.o.written.Add(int64(n))
-	return n, err
+	return netutil.NewCountingConn(c, &l.o.wire), nil
 }
 
 func newOrigin() *origin {
@@ -235,7 +218,7 @@ func TestFetch(t *testing.T) {
 				t.Errorf("wire bytes %d ≤ payload", rd+wr)
 			}
 			// The client's socket count equals the server's, byte for byte.
-			waitEqual(t, func() (int64, int64) { return rd + wr, o.read.Load() + o.written.Load() })
+			waitEqual(t, func() (int64, int64) { return rd + wr, serverWire(o) })
 			if proto == HTTP1 {
 				// One request on a fresh cleartext connection: wire = payload + overhead exactly.
 				if !resp.OverheadExact || resp.OverheadBytes != rd+wr-want {
@@ -346,7 +329,7 @@ func TestPlayVOD(t *testing.T) {
 			if rep.OverheadSource != "socket" || rep.WireBytes != rep.PayloadBytes+rep.OverheadBytes || rep.OverheadBytes <= 0 {
 				t.Errorf("overhead %d from %s, wire %d", rep.OverheadBytes, rep.OverheadSource, rep.WireBytes)
 			}
-			waitEqual(t, func() (int64, int64) { return rep.WireBytes, o.read.Load() + o.written.Load() })
+			waitEqual(t, func() (int64, int64) { return rep.WireBytes, serverWire(o) })
 			if rep.ThroughputKbps <= 0 || rep.Protocol == "" || rep.Transport != string(proto) {
 				t.Errorf("throughput %v, protocol %q, transport %q", rep.ThroughputKbps, rep.Protocol, rep.Transport)
 			}
@@ -424,4 +407,9 @@ func ptrOr(p *float64) float64 {
 		return math.NaN()
 	}
 	return *p
+}
+
+func serverWire(o *origin) int64 {
+	r, w := o.wire.Bytes()
+	return r + w
 }

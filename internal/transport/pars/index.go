@@ -2,7 +2,6 @@ package pars
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -11,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/streambed/streambed/internal/httperr"
 	"github.com/streambed/streambed/internal/hub"
 	"github.com/streambed/streambed/internal/media"
 )
@@ -69,12 +69,12 @@ func IndexHandler(h *hub.Hub) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name, track := r.PathValue("stream"), r.PathValue("track")
 		if !media.ValidName(name) || !media.ValidName(track) {
-			indexError(w, fmt.Errorf("bad asset or track name: %w", media.ErrBadRequest))
+			httperr.Write(w, fmt.Errorf("bad asset or track name: %w", media.ErrBadRequest))
 			return
 		}
 		a, err := h.Asset(name)
 		if err != nil {
-			indexError(w, err)
+			httperr.Write(w, err)
 			return
 		}
 		key := fmt.Sprintf("%p/%s", a, track)
@@ -82,7 +82,7 @@ func IndexHandler(h *hub.Hub) http.Handler {
 		if !ok {
 			b, err := buildIndex(a, track)
 			if err != nil {
-				indexError(w, err)
+				httperr.Write(w, err)
 				return
 			}
 			body, _ = cache.LoadOrStore(key, b)
@@ -120,18 +120,6 @@ func buildIndex(a *hub.Asset, track string) ([]byte, error) {
 		ix.Segments = append(ix.Segments, IndexSegment{Number: s.Number, Time: s.Start, Size: size})
 	}
 	return json.Marshal(ix)
-}
-
-func indexError(w http.ResponseWriter, err error) {
-	status := http.StatusInternalServerError
-	switch {
-	case errors.Is(err, media.ErrBadRequest):
-		status = http.StatusBadRequest
-	case errors.Is(err, media.ErrNotFound):
-		status = http.StatusNotFound
-	}
-	w.Header().Set("Cache-Control", "no-store")
-	http.Error(w, err.Error(), status)
 }
 
 // indexURL is the index beside segment URL s ("…/{track}/index.json") and the

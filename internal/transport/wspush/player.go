@@ -16,6 +16,7 @@ import (
 
 	"github.com/streambed/streambed/internal/layout"
 	"github.com/streambed/streambed/internal/media"
+	"github.com/streambed/streambed/internal/netutil"
 	"github.com/streambed/streambed/internal/player"
 	"github.com/streambed/streambed/internal/player/dash"
 	"github.com/streambed/streambed/internal/player/qoe"
@@ -57,11 +58,10 @@ type PlayerTransport struct {
 	httpDir  string // "/live/{channel}/" or "/vod/{asset}/"
 	manifest string // the http(s) URL of the MPD
 	pull     *httppull.Client
-	hc       *http.Client // the WebSocket handshake
-	read     atomic.Int64 // socket bytes of push sessions
-	written  atomic.Int64
-	pushed   atomic.Int64 // payload bytes that arrived by push
-	consumed atomic.Int64 // of which the player took
+	hc       *http.Client    // the WebSocket handshake
+	wire     netutil.Counter // socket bytes of push sessions
+	pushed   atomic.Int64    // payload bytes that arrived by push
+	consumed atomic.Int64    // of which the player took
 
 	mu       sync.Mutex
 	reps     map[string]repInfo    // from the MPD: kind and timescale by representation ID
@@ -152,13 +152,7 @@ func NewPlayerTransport(u *url.URL, o PlayerOptions) (*PlayerTransport, error) {
 		dial = (&net.Dialer{Timeout: 10 * time.Second}).DialContext
 	}
 	tr := &http.Transport{
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := dial(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &countingConn{Conn: c, read: &t.read, written: &t.written}, nil
-		},
+		DialContext:       netutil.CountingDialer(dial, &t.wire),
 		ForceAttemptHTTP2: false,
 	}
 	if o.Insecure {
@@ -187,7 +181,8 @@ func (t *PlayerTransport) Protocol() string { return "WebSocket" }
 // WireBytes implements player.WireCounter: the push sockets and the pull connections.
 func (t *PlayerTransport) WireBytes() (read, written int64) {
 	r, w := t.pull.WireBytes()
-	return r + t.read.Load(), w + t.written.Load()
+	pr, pw := t.wire.Bytes()
+	return r + pr, w + pw
 }
 
 // AddToReport corrects the QoE report's overhead: media that arrived by push after
@@ -578,24 +573,6 @@ func (t *PlayerTransport) forward() {
 			return
 		}
 	}
-}
-
-// countingConn counts the bytes a connection moves.
-type countingConn struct {
-	net.Conn
-	read, written *atomic.Int64
-}
-
-func (c *countingConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	c.read.Add(int64(n))
-	return n, err
-}
-
-func (c *countingConn) Write(p []byte) (int, error) {
-	n, err := c.Conn.Write(p)
-	c.written.Add(int64(n))
-	return n, err
 }
 
 // insecureTLS accepts any certificate: lab origins are self-signed (--insecure).

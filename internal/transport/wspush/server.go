@@ -3,7 +3,6 @@ package wspush
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/streambed/streambed/internal/httperr"
 	"github.com/streambed/streambed/internal/hub"
 	"github.com/streambed/streambed/internal/layout"
 	"github.com/streambed/streambed/internal/media"
@@ -173,7 +173,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if name := r.PathValue("asset"); name != "" {
 		a, err := h.hub.Asset(name)
 		if err != nil {
-			httpError(w, http.StatusNotFound, err)
+			httperr.Write(w, httperr.WithStatus(http.StatusNotFound, err))
 			return
 		}
 		src = a
@@ -181,7 +181,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("channel")
 		c, err := h.hub.Channel(name)
 		if err != nil {
-			httpError(w, http.StatusNotFound, err)
+			httperr.Write(w, httperr.WithStatus(http.StatusNotFound, err))
 			return
 		}
 		src = c
@@ -208,13 +208,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.mu.Unlock()
 	}()
 	s.run(context.WithoutCancel(r.Context()))
-}
-
-func httpError(w http.ResponseWriter, status int, err error) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": err.Error(), "status": status})
 }
 
 // hijackRecorder keeps the connection the WebSocket library hijacks, so the session

@@ -1,4 +1,12 @@
-package h2push
+// Package pushclient is an HTTP/2 client that accepts server push, the client end of
+// internal/transport/h2push. It speaks HTTP/2 itself on golang.org/x/net/http2.Framer
+// and hpack, since Go's own client refuses pushes, over TLS (h2, ALPN) and cleartext
+// (h2c, prior knowledge), one connection per origin. Pushed responses land in a
+// per-connection cache; a request for a URL that was promised claims the push
+// (complete or still arriving) instead of going on the wire. Pushes can be reset with
+// RST_STREAM(CANCEL) (Client.Cancel), and the bytes of pushes never claimed are
+// counted (Stats.UnclaimedBytes).
+package pushclient
 
 import (
 	"bufio"
@@ -20,10 +28,12 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/streambed/streambed/internal/netutil"
 )
 
-// ClientOptions configure a Client.
-type ClientOptions struct {
+// Options configure a Client.
+type Options struct {
 	// Insecure skips verification of the server certificate (self-signed lab origins).
 	Insecure bool
 	// TLSConfig is cloned when set (Insecure still applies; ALPN is always h2).
@@ -59,13 +69,13 @@ type ClientOptions struct {
 // cleartext (h2c, prior knowledge), one connection per origin. It is safe for
 // concurrent use.
 type Client struct {
-	opts ClientOptions
+	opts Options
 
 	mu    sync.Mutex
 	conns map[string]*Conn // "scheme://authority" → connection
 
-	read, written atomic.Int64
-	st            clientStats
+	wire netutil.Counter // every connection's bytes
+	st   clientStats
 }
 
 type clientStats struct {
@@ -73,11 +83,11 @@ type clientStats struct {
 	pushedBytes, wastedBytes                                           atomic.Int64
 }
 
-// ClientStats count what a client did. UnclaimedBytes is the bandwidth push wasted:
+// Stats count what a client did. UnclaimedBytes is the bandwidth push wasted:
 // bytes of pushed responses that were neither claimed by a request nor delivered to
-// the player (including what arrived of cancelled ones), plus delivered ones the
-// player superseded (Fetcher.wasted).
-type ClientStats struct {
+// the player (including what arrived of cancelled ones); h2push.Fetcher adds the
+// delivered ones the player superseded.
+type Stats struct {
 	Requests        int64 `json:"requests"`          // HEADERS the client sent
 	Promised        int64 `json:"promised"`          // PUSH_PROMISEs received
 	Claimed         int64 `json:"claimed"`           // pushes a request claimed instead of going on the wire
@@ -90,8 +100,8 @@ type ClientStats struct {
 	WireWritten     int64 `json:"wire_written"`
 }
 
-// NewClient returns a client.
-func NewClient(o ClientOptions) *Client {
+// New returns a client.
+func New(o Options) *Client {
 	if o.MaxPushes == 0 {
 		o.MaxPushes = 1000
 	}
@@ -112,23 +122,24 @@ func NewClient(o ClientOptions) *Client {
 
 // Stats returns the client's counters. Unclaimed bytes include the pushes still
 // waiting in the caches, so call it at the end of a session.
-func (c *Client) Stats() ClientStats {
+func (c *Client) Stats() Stats {
 	var pending int64
 	c.mu.Lock()
 	for _, cc := range c.conns {
 		pending += cc.unclaimedBytes()
 	}
 	c.mu.Unlock()
-	return ClientStats{
+	st := Stats{
 		Requests: c.st.requests.Load(), Promised: c.st.promised.Load(), Claimed: c.st.claimed.Load(),
 		ClaimedInFlight: c.st.claimedInFlight.Load(), Delivered: c.st.delivered.Load(), Cancelled: c.st.cancelled.Load(),
 		PushedBytes: c.st.pushedBytes.Load(), UnclaimedBytes: c.st.wastedBytes.Load() + pending,
-		WireRead: c.read.Load(), WireWritten: c.written.Load(),
 	}
+	st.WireRead, st.WireWritten = c.wire.Bytes()
+	return st
 }
 
 // WireBytes returns the bytes read and written on all connections (TCP payload).
-func (c *Client) WireBytes() (read, written int64) { return c.read.Load(), c.written.Load() }
+func (c *Client) WireBytes() (read, written int64) { return c.wire.Bytes() }
 
 // Close closes every connection. Pushes still unclaimed count as unclaimed bytes.
 func (c *Client) Close() error {
@@ -177,7 +188,7 @@ func (c *Client) Cancel(u string) bool {
 	if cc == nil {
 		return false
 	}
-	return cc.cancelPush(canonURL(pu))
+	return cc.cancelPush(CanonURL(pu))
 }
 
 // Pending lists the unclaimed promised streams of all connections.
@@ -241,7 +252,7 @@ func (c *Client) dial(ctx context.Context, u *url.URL) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", host, err)
 	}
-	var nc net.Conn = &countConn{Conn: raw, c: c}
+	var nc net.Conn = netutil.NewCountingConn(raw, &c.wire)
 	if u.Scheme == "https" {
 		conf := &tls.Config{}
 		if c.opts.TLSConfig != nil {
@@ -399,14 +410,14 @@ func (cc *Conn) usable() bool {
 	return cc.err == nil && !cc.goaway && cc.nextID < 1<<31-2
 }
 
-// canonURL is the cache key of a URL: scheme, host and request URI.
-func canonURL(u *url.URL) string {
+// CanonURL is the cache key of a URL: scheme, host and request URI.
+func CanonURL(u *url.URL) string {
 	return u.Scheme + "://" + u.Host + u.RequestURI()
 }
 
 // get claims a push of u or sends a request for it, and waits for the response.
 func (cc *Conn) get(ctx context.Context, u *url.URL) (*Stream, error) {
-	key := canonURL(u)
+	key := CanonURL(u)
 	cc.mu.Lock()
 	if s := cc.pushes[key]; s != nil {
 		delete(cc.pushes, key)
@@ -909,22 +920,4 @@ func (cc *Conn) onData(f *http2.DataFrame) error {
 		cc.finish(s, nil)
 	}
 	return nil
-}
-
-// countConn counts a connection's bytes for its client.
-type countConn struct {
-	net.Conn
-	c *Client
-}
-
-func (cc *countConn) Read(b []byte) (int, error) {
-	n, err := cc.Conn.Read(b)
-	cc.c.read.Add(int64(n))
-	return n, err
-}
-
-func (cc *countConn) Write(b []byte) (int, error) {
-	n, err := cc.Conn.Write(b)
-	cc.c.written.Add(int64(n))
-	return n, err
 }

@@ -1,4 +1,4 @@
-// Command study reproduces the ParS measurements (issue #6) under emulated networks:
+// Command parsstudy reproduces the ParS measurements (issue #6) under emulated networks:
 // aggregate throughput against the number of connections N for several loss rates,
 // RTTs, link rates and numbers of competing TCP flows; the model's estimates of the
 // capacity C and competing flows M against the true values; segment download time
@@ -8,7 +8,7 @@
 // It needs root (network namespaces), FFmpeg (to package the synthetic content) and
 // aria2c. Run from the repository root:
 //
-//	sudo go run ./internal/transport/pars/study -out docs/results
+//	sudo go run ./internal/lab/parsstudy -out docs/results
 //
 // Each part writes docs/results/pars-<part>/{results.json,results.csv,report.html}
 // with the lab's report format; -parts picks parts, -quick makes a small run.
@@ -118,6 +118,10 @@ func run(ctx context.Context, o options) error {
 	if !hasAria() {
 		return errNoAria
 	}
+	var err error
+	if o.out, o.cache, err = experiment.Folders(o.out, o.cache, ""); err != nil {
+		return err
+	}
 	durs := []time.Duration{2 * time.Second}
 	if o.parts["segsize"] {
 		durs = []time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}
@@ -133,8 +137,8 @@ func run(ctx context.Context, o options) error {
 	defer l.close()
 	fmt.Fprintf(o.progress, "network: %s backend (%s); origin at %s sending with %q\n", l.nw.Backend(), l.nw.Why(), l.base, o.cc)
 	meta := func(name string) *experiment.Results {
-		r := &experiment.Results{Started: time.Now().UTC(), Backend: string(l.nw.Backend()), Command: strings.Join(os.Args, " ")}
-		r.Host, _ = os.Hostname()
+		r := experiment.NewResults(nil)
+		r.Backend = string(l.nw.Backend())
 		if b, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
 			r.Commit = strings.TrimSpace(string(b)) + " (+ working tree)"
 		}

@@ -47,8 +47,10 @@ import (
 
 	"github.com/streambed/streambed/internal/hub"
 	"github.com/streambed/streambed/internal/lab/experiment"
+	"github.com/streambed/streambed/internal/netutil"
 	"github.com/streambed/streambed/internal/server"
 	"github.com/streambed/streambed/internal/transport/h2push"
+	"github.com/streambed/streambed/internal/transport/h2push/pushclient"
 )
 
 // Load protocols of the pageload matrix parameter "protocol".
@@ -234,32 +236,6 @@ type pageResult struct {
 	Unclaimed   int64   `json:"unclaimed_bytes"`
 }
 
-// countingDialer dials TCP and counts connections and bytes read.
-type countingDialer struct {
-	conns, read atomic.Int64
-	d           net.Dialer
-}
-
-func (cd *countingDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	c, err := cd.d.DialContext(ctx, network, addr)
-	if err != nil {
-		return nil, err
-	}
-	cd.conns.Add(1)
-	return &readCounter{Conn: c, n: &cd.read}, nil
-}
-
-type readCounter struct {
-	net.Conn
-	n *atomic.Int64
-}
-
-func (c *readCounter) Read(b []byte) (int, error) {
-	n, err := c.Conn.Read(b)
-	c.n.Add(int64(n))
-	return n, err
-}
-
 // getter fetches one URL completely and returns its body.
 type getter func(ctx context.Context, u string) ([]byte, error)
 
@@ -307,12 +283,13 @@ func loadPage(ctx context.Context, pageURL string, get getter) (dom, load time.D
 // fetchPage loads the page once over proto with fresh connections.
 func fetchPage(ctx context.Context, proto, pageURL string) (pageResult, error) {
 	res := pageResult{Protocol: proto}
-	cd := &countingDialer{}
+	var wire netutil.Counter
+	dial := netutil.CountingDialer((&net.Dialer{}).DialContext, &wire)
 	var get getter
 	var stats func()
 	switch proto {
 	case protoHTTP1:
-		tr := &http.Transport{DialContext: cd.DialContext, MaxConnsPerHost: 6, MaxIdleConnsPerHost: 6, DisableCompression: true}
+		tr := &http.Transport{DialContext: dial, MaxConnsPerHost: 6, MaxIdleConnsPerHost: 6, DisableCompression: true}
 		tr.Protocols = new(http.Protocols)
 		tr.Protocols.SetHTTP1(true)
 		defer tr.CloseIdleConnections()
@@ -336,7 +313,7 @@ func fetchPage(ctx context.Context, proto, pageURL string) (pageResult, error) {
 		}
 		stats = func() { res.Requests = requests.Load() }
 	case protoH2, protoH2Push:
-		c := h2push.NewClient(h2push.ClientOptions{DialContext: cd.DialContext, DisablePush: proto == protoH2})
+		c := pushclient.New(pushclient.Options{DialContext: dial, DisablePush: proto == protoH2})
 		defer c.Close()
 		get = func(ctx context.Context, u string) ([]byte, error) {
 			s, err := c.Get(ctx, u)
@@ -373,7 +350,8 @@ func fetchPage(ctx context.Context, proto, pageURL string) (pageResult, error) {
 	res.DOMLoadMS = float64(dom) / float64(time.Millisecond)
 	res.PageLoadMS = float64(load) / float64(time.Millisecond)
 	res.Resources, res.Bytes = n, b
-	res.Connections, res.WireRead = cd.conns.Load(), cd.read.Load()
+	res.Connections = wire.Conns()
+	res.WireRead, _ = wire.Bytes()
 	return res, nil
 }
 
@@ -446,10 +424,7 @@ func runPageload(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *out == "" {
-		*out = filepath.Join("lab-results", s.Name)
-	}
-	outDir, err := filepath.Abs(*out)
+	outDir, _, err := experiment.Folders(*out, "", s.Name)
 	if err != nil {
 		return err
 	}
@@ -463,8 +438,7 @@ func runPageload(ctx context.Context, args []string) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	res := &experiment.Results{Scenario: s, Started: time.Now().UTC(), Command: strings.Join(os.Args, " ")}
-	res.Host, _ = os.Hostname()
+	res := experiment.NewResults(s)
 	nw, err := upNetwork(ctx, s, "h2pushlab-pageload", log)
 	if err != nil {
 		return err

@@ -4,9 +4,9 @@
 // (unclaimed pushed bytes and friends) to lab results.
 //
 //	go build -o /tmp/streambed ./cmd/streambed
-//	sudo go run ./internal/transport/h2push/h2pushlab run deploy/h2o/study.yaml \
+//	sudo go run ./internal/lab/h2pushlab run deploy/h2o/study.yaml \
 //	    --bin /tmp/streambed --out docs/results/h2push-h2o
-//	go run ./internal/transport/h2push/h2pushlab merge-stats \
+//	go run ./internal/lab/h2pushlab merge-stats \
 //	    docs/results/h2push/results.json docs/results/h2push/stats.jsonl
 //
 // `run` reads a lab scenario whose matrix has `peer` (streambed, h2o) and `strategy`
@@ -198,26 +198,15 @@ func runStudy(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *out == "" {
-		*out = filepath.Join("lab-results", s.Name)
-	}
-	outDir, err := filepath.Abs(*out)
-	if err != nil {
-		return err
-	}
-	cacheDir, err := filepath.Abs(*cache)
+	outDir, cacheDir, err := experiment.Folders(*out, *cache, s.Name)
 	if err != nil {
 		return err
 	}
 	if *bin, err = filepath.Abs(*bin); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
-		return err
-	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	res := &experiment.Results{Scenario: s, Started: time.Now().UTC(), Command: strings.Join(os.Args, " ")}
-	res.Host, _ = os.Hostname()
+	res := experiment.NewResults(s)
 
 	// Content, network and origin exactly as `streambed lab run` makes them (the same
 	// package flags and cache, keep_duration included; the origin on :8080 with no live
