@@ -61,3 +61,31 @@ channels:
 		}
 	}
 }
+
+// The configuration in the README is the real one: every key it shows loads.
+func TestREADMEConfigLoads(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "## Configuration")
+	if !ok {
+		t.Fatal("README has no Configuration section")
+	}
+	_, rest, ok = strings.Cut(rest, "```yaml\n")
+	block, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("README's Configuration section has no yaml block")
+	}
+	p := filepath.Join(t.TempDir(), "readme.yaml")
+	if err := os.WriteFile(p, []byte(block), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(p)
+	if err != nil {
+		t.Fatalf("the README's configuration does not load: %v", err)
+	}
+	if len(cfg.Channels) != 1 || cfg.Channels[0].Name != "demo" || cfg.WSPush.Policy != "tcp" {
+		t.Errorf("README configuration read as %+v", cfg)
+	}
+}
