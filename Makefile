@@ -24,9 +24,12 @@ BENCH_CAPACITY_DEPS := nginx:nginx taskset:util-linux curl:curl python3:python3
 # Outside programs the lab studies put beside ours: aria2c (ParS study), h2o (push from
 # h2o), iperf3 (the emulator's calibration against a second tool).
 LAB_PEER_DEPS := aria2c:aria2 h2o:h2o iperf3:iperf3 nghttp:nghttp2-client
+# The A/B of two binaries (bench/ab-origin.sh) and the suite under a busy core.
+BENCH_AB_DEPS := wrk:wrk curl:curl jq:jq taskset:util-linux python3:python3
+STRESS_DEPS   := stress-ng:stress-ng
 
 .PHONY: run test build deps test-deps demo test-assets go-test lint bench bench-origin bench-ws-capacity \
-        bench-ws-capacity-nginx lab-peers lab-smoke clean help
+        bench-ws-capacity-nginx bench-ab stress-suite lab-peers lab-smoke clean help
 .DEFAULT_GOAL := help
 
 help:
@@ -35,6 +38,8 @@ help:
 	@echo "make build   build web app and bin/streambed"
 	@echo "make bench-origin   wrk against streambed and nginx serving the same files"
 	@echo "make bench-ws-capacity[-nginx]   WebSocket push capacity (root; JSON into docs/results)"
+	@echo "make bench-ab A=OLD_BIN B=NEW_BIN   the same origin workloads against two binaries (before/after)"
+	@echo "make stress-suite   make test 5 times in a fresh clone with one core kept busy"
 	@echo "make lab-peers   install the outside programs the lab studies compare with"
 
 # The browser tests serve a short demo (live channel and asset "demo") from here.
@@ -106,6 +111,16 @@ bench-ws-capacity: build
 bench-ws-capacity-nginx: build
 	@scripts/ensure-deb.sh $(BENCH_CAPACITY_DEPS)
 	bench/ws-capacity-nginx.sh
+
+# A before/after pair: the same workloads against binaries A and B, alternated.
+bench-ab: build
+	@scripts/ensure-deb.sh $(BENCH_AB_DEPS)
+	bench/ab-origin.sh $(A) $(or $(B),$(BIN))
+
+# The suite must not flake on a busy machine: 5 runs of `make test` beside stress-ng.
+stress-suite:
+	@scripts/ensure-deb.sh $(STRESS_DEPS)
+	scripts/stress-suite.sh 5
 
 lab-peers:
 	@scripts/ensure-deb.sh $(LAB_PEER_DEPS)
