@@ -1,0 +1,7 @@
+//go:build !unix
+
+package encoder
+
+import "os"
+
+var interruptSignal = os.Kill
