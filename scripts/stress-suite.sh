@@ -25,10 +25,12 @@ for i in $(seq "$RUNS"); do
   if (cd "$work/clone" && CI=true make test) > "$work/run-$i.log" 2>&1; then rc=0; else rc=$?; fi
   t1=$(date +%s)
   tests=$(grep -c '^ok ' "$work/run-$i.log" || true)
-  line="run $i: rc=$rc in $((t1 - t0)) s, $tests Go packages ok, $(grep -E '^(# )?(pass|fail) [0-9]+' "$work/run-$i.log" | tr '\n' ' ')"
+  web=$(grep -E '^(# )?(pass|fail) [0-9]+' "$work/run-$i.log" | tr '\n' ' ' || true)
+  line="run $i: rc=$rc in $((t1 - t0)) s, $tests Go packages ok; browser tests: ${web:-none}"
   echo "$line" | tee -a "$summary"
   if [ "$rc" != 0 ]; then
     cp "$work/run-$i.log" "$OUT/$stamp-$REV-run-$i.log"
+    tail -30 "$work/run-$i.log"
     echo "FAILED: log in $OUT/$stamp-$REV-run-$i.log" | tee -a "$summary"
     exit 1
   fi

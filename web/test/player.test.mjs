@@ -138,6 +138,7 @@ describe('player page on streambed serve', { timeout: 600_000 }, () => {
       await page.goto(`${server.baseURL}/?stream=demo&live=1&player=dashjs`);
       await playing('dashjs');
       const serverRow = page.locator('dd[data-stat="server"]');
+      await serverRow.waitFor({ state: 'hidden', timeout: 5_000 }).catch(() => {});
       assert.equal(await serverRow.isVisible(), false, `"Server chose" shown for dash.js${await context()}`);
 
       await page.locator('label:has(input[value="wspush"])').click();
@@ -156,7 +157,10 @@ describe('player page on streambed serve', { timeout: 600_000 }, () => {
       s = await page.evaluate(() => window.streambed.stats());
       assert.equal(s.error, null, `error after switching back to dash.js${await context()}`);
       assert.equal(s.push, null);
-      assert.equal(await serverRow.isVisible(), false);
+      // The panel re-renders on its own tick, which may come just after the player's
+      // stats say dash.js plays: wait for it rather than race it.
+      await serverRow.waitFor({ state: 'hidden', timeout: 5_000 }).catch(() => {});
+      assert.equal(await serverRow.isVisible(), false, `"Server chose" still shown after switching back to dash.js${await context()}`);
       for (let i = 0; i < 50 && !sockets.every((x) => x.closed); i++) await new Promise((r) => setTimeout(r, 100));
       assert.deepEqual(sockets.map((x) => [x.url.replace(/:\d+/, ':PORT'), x.closed]), [['ws://127.0.0.1:PORT/ws/demo', true]],
         `the push session's socket is not closed after switching away${await context()}`);
