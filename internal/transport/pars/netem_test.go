@@ -93,9 +93,14 @@ func upLab(t *testing.T, p netem.Profile, blobSize int) *labNet {
 // connection is held far below the link rate by loss, and four ranges over four
 // connections get more. The two are measured alternately in the same run and
 // compared with a generous margin (the expected ratio is about 2–3×); no time bound.
+//
+// Random loss makes one transfer's rate a lottery: with 1 MiB (about 7 losses) one
+// N=1 transfer ran at 7.4 Mbit/s and one N=4 transfer at 3.0 in the same run, and the
+// test failed. So a warm-up round (connections open, slow start behind them) is not
+// counted, and four rounds of 2 MiB each (about 15 losses a transfer) are.
 func TestParSFourBeatsOneUnderLoss(t *testing.T) {
 	link := netem.Impairment{Rate: netem.ConstantRate(10 * netem.Mbit), Delay: netem.Duration(25 * time.Millisecond), Loss: netem.Bernoulli(1)}
-	lab := upLab(t, netem.Symmetric(link), 1<<20)
+	lab := upLab(t, netem.Symmetric(link), 2<<20)
 	clients := map[int]*Client{}
 	for _, n := range []int{1, 4} {
 		c, err := New(Options{Connections: n, ConnOptions: ConnOptions{DialContext: lab.dial, StallTimeout: 10 * time.Second}})
@@ -108,8 +113,8 @@ func TestParSFourBeatsOneUnderLoss(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var bytesN, secsN [5]float64
-	const rounds = 3
-	for round := 0; round < rounds; round++ {
+	const rounds = 4
+	for round := -1; round < rounds; round++ { // round -1 warms up
 		for _, n := range []int{1, 4} {
 			resp, err := clients[n].FetchURL(ctx, lab.url, n)
 			if err != nil {
@@ -117,6 +122,9 @@ func TestParSFourBeatsOneUnderLoss(t *testing.T) {
 			}
 			if !bytes.Equal(resp.Body, lab.blob) {
 				t.Fatalf("round %d, N=%d: body differs", round, n)
+			}
+			if round < 0 {
+				continue
 			}
 			bytesN[n] += float64(resp.PayloadBytes)
 			secsN[n] += resp.Duration().Seconds()
