@@ -134,7 +134,7 @@ func (b *BoxReader) Skip(h BoxHeader) error {
 // early (the client went away) wraps io.ErrUnexpectedEOF; other read errors are kept.
 func (b *BoxReader) truncated(what string, err error) error {
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		return fmt.Errorf("the body ends inside a %s at byte %d: %w", what, b.read, errors.Join(io.ErrUnexpectedEOF, media.ErrInvalidMedia))
+		return fmt.Errorf("the body ends inside a %s at byte %d: %w (%w)", what, b.read, io.ErrUnexpectedEOF, media.ErrInvalidMedia)
 	}
 	return fmt.Errorf("reading a %s at byte %d: %w", what, b.read, err)
 }

@@ -222,7 +222,7 @@ func (p *Parser) readFragment(prefix []byte, moof BoxHeader) ([]byte, error) {
 	h, err := p.br.Next()
 	switch {
 	case err == io.EOF:
-		return nil, fmt.Errorf("the body ends after a moof, before its mdat: %w", errors.Join(io.ErrUnexpectedEOF, media.ErrInvalidMedia))
+		return nil, fmt.Errorf("the body ends after a moof, before its mdat: %w (%w)", io.ErrUnexpectedEOF, media.ErrInvalidMedia)
 	case err != nil:
 		return nil, err
 	case h.Type != "mdat":
