@@ -33,7 +33,6 @@ type timeline struct {
 	d time.Duration
 
 	mu       sync.Mutex
-	anchored bool
 	refVideo string                   // the video track whose boundaries audio follows
 	video    map[uint64]time.Duration // segment number → start of refVideo's segment
 	lastV    uint64                   // newest number in video
