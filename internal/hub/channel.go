@@ -28,8 +28,9 @@ type Channel struct {
 	name     string
 	info     atomic.Pointer[media.Stream] // replaced, never changed, when a track is added
 	timeline media.Timeline
-	delay    time.Duration // MPD@suggestedPresentationDelay
-	od       OnDemand      // nil: only what sources append
+	anchor   atomic.Pointer[time.Time] // the timeline's AvailabilityStart; SetAvailabilityStart moves it
+	delay    time.Duration             // MPD@suggestedPresentationDelay
+	od       OnDemand                  // nil: only what sources append
 	now      Clock
 	archive  *archive // nil: no archive
 
@@ -120,6 +121,7 @@ func NewChannel(cfg ChannelConfig) (*Channel, error) {
 		c.tracks[t.ID] = &liveTrack{track: t, init: cfg.Inits[t.ID]}
 	}
 	c.info.Store(&info)
+	c.anchor.Store(&cfg.Timeline.AvailabilityStart)
 	if cfg.ArchiveDir != "" {
 		a, err := newArchive(cfg.ArchiveDir, cfg.Inits)
 		if err != nil {
@@ -175,7 +177,17 @@ func (c *Channel) AddTrack(t *media.Track) error {
 func (c *Channel) Live() bool { return true }
 
 // Timeline is the channel's anchor, nominal segment duration and DVR window.
-func (c *Channel) Timeline() media.Timeline { return c.timeline }
+func (c *Channel) Timeline() media.Timeline {
+	tl := c.timeline
+	tl.AvailabilityStart = *c.anchor.Load()
+	return tl
+}
+
+// SetAvailabilityStart anchors media time 0 to wall-clock time t. It is for a source
+// that learns the anchor only when media arrives (an encoder's ingest knows it from
+// its first chunk's media time and arrival); call it before appending that chunk, as
+// manifests place stored segments by it.
+func (c *Channel) SetAvailabilityStart(t time.Time) { c.anchor.Store(&t) }
 
 // PresentationDelay is how far behind the live edge players are told to play.
 func (c *Channel) PresentationDelay() time.Duration { return c.delay }

@@ -468,3 +468,19 @@ func TestAddTrack(t *testing.T) {
 		t.Errorf("init lost when the track was described again")
 	}
 }
+
+func TestSetAvailabilityStart(t *testing.T) {
+	c, err := NewChannel(ChannelConfig{Info: &media.Stream{Name: "in"},
+		Timeline: media.Timeline{SegmentDuration: 2 * time.Second, TimeShiftBufferDepth: 10 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Timeline().AvailabilityStart.IsZero() {
+		t.Errorf("an encoder's channel has an anchor before any media: %v", c.Timeline().AvailabilityStart)
+	}
+	at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	c.SetAvailabilityStart(at)
+	if tl := c.Timeline(); !tl.AvailabilityStart.Equal(at) || tl.SegmentDuration != 2*time.Second || tl.TimeShiftBufferDepth != 10*time.Second {
+		t.Errorf("timeline after anchoring: %+v", tl)
+	}
+}

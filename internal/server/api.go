@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/streambed/streambed/internal/httperr"
 	"github.com/streambed/streambed/internal/hub"
@@ -14,6 +15,7 @@ import (
 type streamJSON struct {
 	Name              string        `json:"name"`
 	Live              bool          `json:"live"`
+	State             string        `json:"state,omitempty"` // live channels: waiting (for an encoder or a first segment), live, ended
 	SegmentDurationMS int64         `json:"segment_duration_ms"`
 	DurationMS        int64         `json:"duration_ms,omitempty"`
 	DVRWindowMS       int64         `json:"dvr_window_ms,omitempty"`
@@ -85,6 +87,7 @@ func (s *Server) handleStreams(w http.ResponseWriter, r *http.Request) {
 			DASHTimeline:      layout.Manifest(true, info.Name, layout.MPDTimeline),
 			HLS:               layout.Manifest(true, info.Name, layout.Master),
 			Tracks:            tracksJSON(info.Tracks),
+			State:             channelState(c, s.clock()),
 		})
 		s.advertise(&list[len(list)-1], c)
 	}
@@ -105,6 +108,18 @@ func (s *Server) handleStreams(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-cache")
 	_ = json.NewEncoder(w).Encode(map[string]any{"streams": list})
+}
+
+// channelState is "waiting" until a channel has a segment complete in every track
+// (an ingest channel before its encoder connects), then "live", or "ended".
+func channelState(c *hub.Channel, now time.Time) string {
+	switch _, ok := c.Latest(now); {
+	case c.Ended():
+		return "ended"
+	case ok:
+		return "live"
+	}
+	return "waiting"
 }
 
 // handleTime is the UTCTiming source (urn:mpeg:dash:utc:http-iso:2014): the server's

@@ -36,6 +36,9 @@ func (s *Server) livePresentation(r *http.Request, c *hub.Channel, file string, 
 	if err != nil {
 		return nil, err
 	}
+	for id, refs := range window {
+		window[id] = newestRun(refs)
+	}
 	info := c.Info()
 	tl := c.Timeline()
 	p := &manifest.Presentation{
@@ -55,6 +58,18 @@ func (s *Server) livePresentation(r *http.Request, c *hub.Channel, file string, 
 	}
 	p.SuggestedPresentationDelay = c.PresentationDelay()
 	return p, nil
+}
+
+// newestRun is the newest run of consecutively numbered segments of a window. An
+// encoder's segment longer than 1.5 nominal durations skips a number (numbers come
+// from media time), which manifests cannot list; what came before it is left out
+// until it leaves the window.
+func newestRun(refs []media.SegmentRef) []media.SegmentRef {
+	i := len(refs) - 1
+	for i > 0 && refs[i-1].Number+1 == refs[i].Number {
+		i--
+	}
+	return refs[max(i, 0):]
 }
 
 // baseURL is the scheme and host the client used, for absolute URLs in manifests.
@@ -102,7 +117,11 @@ func (s *Server) serveLiveManifest(w http.ResponseWriter, r *http.Request, name,
 	}
 	last, ok := c.Latest(now)
 	if !ok {
-		httperr.Write(w, fmt.Errorf("channel %q has no complete segment yet: %w", name, media.ErrNotYet))
+		why := "has no complete segment yet"
+		if len(c.Info().Tracks) == 0 {
+			why = "is waiting: no encoder connected"
+		}
+		httperr.Write(w, fmt.Errorf("channel %q %s: %w", name, why, media.ErrNotYet))
 		return
 	}
 	render := func(out io.Writer) error {

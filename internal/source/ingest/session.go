@@ -1,0 +1,311 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/streambed/streambed/internal/cmaf"
+	"github.com/streambed/streambed/internal/media"
+)
+
+var (
+	errTakenOver      = errors.New("a newer request for the same track took over")
+	errChannelStopped = errors.New("the channel was stopped")
+	errRequestEnded   = errors.New("the request ended (client gone or server shutting down)")
+)
+
+// trackState is what an ingest channel keeps of one track across requests. Only the
+// request feeding the track (active) changes it, apart from stats under the
+// channel's lock.
+type trackState struct {
+	id        string
+	kind      media.Kind
+	header    *Header      // the newest CMAF header: a later request may send media only
+	track     *media.Track // as last given to AddTrack
+	estimated bool         // its bandwidth is measured, the encoder wrote no btrt
+	cut       cutter
+	seg       struct{ bytes, ticks uint64 } // the open segment so far, for the estimate
+	active    *session
+	stats     TrackStatus
+}
+
+// session is one request feeding a track.
+type session struct {
+	done      chan struct{} // closed when the request has let go of the track
+	stopReads func()
+
+	mu  sync.Mutex
+	why error // why it was stopped, if it was
+}
+
+func (s *session) stop(why error) {
+	s.mu.Lock()
+	if s.why == nil {
+		s.why = why
+	}
+	s.mu.Unlock()
+	s.stopReads()
+}
+
+func (s *session) reason() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.why
+}
+
+// claim makes the request the one feeding track id. One request feeds a track at a
+// time; a newer one takes over (an encoder that reconnected before its old
+// connection was seen to die) and waits for the old one to let go.
+func (ch *channel) claim(ctx context.Context, id string, kind media.Kind, stopReads func()) (*trackState, *session, error) {
+	for {
+		ch.mu.Lock()
+		ts := ch.tracks[id]
+		if ts == nil {
+			ts = &trackState{id: id, kind: kind, cut: cutter{tl: ch.tl}}
+			ch.tracks[id] = ts
+		}
+		if ts.kind != kind {
+			ch.mu.Unlock()
+			return nil, nil, fmt.Errorf("track %q of channel %q is %s, not %s: %w", id, ch.name, ts.kind, kind, media.ErrBadRequest)
+		}
+		old := ts.active
+		if old == nil {
+			s := &session{done: make(chan struct{}), stopReads: stopReads}
+			ts.active = s
+			ts.stats.Ended = false
+			ch.mu.Unlock()
+			return ts, s, nil
+		}
+		ch.mu.Unlock()
+		old.stop(errTakenOver)
+		select {
+		case <-old.done:
+		case <-ctx.Done():
+			return nil, nil, errRequestEnded
+		}
+	}
+}
+
+// release lets go of the track.
+func (ch *channel) release(ts *trackState, s *session) {
+	ch.mu.Lock()
+	if ts.active == s {
+		ts.active = nil
+	}
+	ch.mu.Unlock()
+	close(s.done)
+}
+
+// receive stores what p reads until the body ends. Whatever ends it, the chunks that
+// arrived whole stay and the open segment ends.
+func (ch *channel) receive(ts *trackState, p *Parser, log *slog.Logger) error {
+	defer ch.endOpen(ts)
+	for {
+		hdr, c, err := p.Next()
+		switch {
+		case err == io.EOF:
+			if p.LastSeen() {
+				ch.mu.Lock()
+				ts.stats.Ended = true
+				ch.mu.Unlock()
+				log.Info("the encoder ended the track (lmsg)")
+			}
+			return nil
+		case err != nil:
+			return err
+		case hdr != nil:
+			if err := ch.setHeader(ts, hdr); err != nil {
+				return err
+			}
+		default:
+			if err := ch.store(ts, c); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// setHeader describes the track by its CMAF header and stores the header.
+func (ch *channel) setHeader(ts *trackState, h *Header) error {
+	ti := h.Init.Info
+	if ti.Kind != ts.kind {
+		return fmt.Errorf("the URL names a %s track but its CMAF header is %s: %w", ts.kind, ti.Kind, ErrNoHeader)
+	}
+	t := &media.Track{ID: ts.id, Kind: ti.Kind, Codec: ti.Codec, Bandwidth: h.Bitrate, Width: ti.Width, Height: ti.Height,
+		FrameRate: ti.FrameRate, SampleRate: ti.SampleRate, Channels: ti.Channels, Timescale: ti.Timescale}
+	if ti.Language != "und" {
+		t.Language = ti.Language
+	}
+	if prev := ts.track; prev != nil && prev.Timescale == t.Timescale {
+		t.FrameRate = orElse(t.FrameRate, prev.FrameRate)
+		if t.Bandwidth == 0 {
+			t.Bandwidth = prev.Bandwidth // measured before: a start
+		}
+	}
+	if err := ch.hc.AddTrack(t); err != nil {
+		return fmt.Errorf("%v: %w", err, ErrNoHeader)
+	}
+	if err := ch.hc.SetInit(ts.id, h.Bytes); err != nil {
+		return fmt.Errorf("%v: %w", err, ErrNoHeader)
+	}
+	ts.header, ts.track, ts.estimated, ts.cut.track = h, t, h.Bitrate == 0, t
+	return nil
+}
+
+// orElse returns a, or b when a is empty.
+func orElse(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// maxRewindSegments is how far, in nominal segments, before a track's stored end media may restart and still be
+// taken for a resend (dropped): further back, the encoder restarted its clock.
+const maxRewindSegments = 3
+
+// store appends chunk c to the hub where the segment rules put it.
+func (ch *channel) store(ts *trackState, c *Chunk) error {
+	f := &c.Fragment
+	if len(f.Samples) == 0 || f.Duration() == 0 {
+		ch.count(ts, c, false)
+		return nil
+	}
+	rewind := uint64(maxRewindSegments*ch.tl.d/time.Millisecond) * uint64(ts.track.Timescale) / 1000
+	if ts.cut.started && f.BaseMediaDecodeTime+rewind < ts.cut.end {
+		return fmt.Errorf("media time went back from %v to %v: an encoder that restarts its clock needs the channel restarted (or timestamps that continue, such as wall-clock time): %w",
+			ts.track.Duration(ts.cut.end), ts.track.Duration(f.BaseMediaDecodeTime), media.ErrInvalidMedia)
+	}
+	n, how := ts.cut.place(c)
+	if how == dropChunk {
+		ch.count(ts, c, false)
+		return nil
+	}
+	ch.anchor(ts.track, f)
+	if how == startSegment {
+		ch.measure(ts)
+		ts.seg.bytes, ts.seg.ticks = 0, 0
+	}
+	if ts.track.Kind == media.Video && ts.track.FrameRate == "" {
+		if fr := frameRate(ts.track.Timescale, f.Samples); fr != "" {
+			t := *ts.track
+			t.FrameRate = fr
+			ch.describe(ts, &t)
+		}
+	}
+	ts.seg.bytes += uint64(len(c.Data))
+	ts.seg.ticks += f.Duration()
+	if ts.estimated && ts.track.Bandwidth == 0 {
+		ch.measure(ts) // the first chunk: a start
+	}
+	err := ch.hc.AppendChunk(ts.id, n, &media.Chunk{Data: c.Data, Start: f.BaseMediaDecodeTime, Duration: f.Duration(), Keyframe: f.Keyframe()}, false)
+	if err != nil {
+		return err
+	}
+	ts.cut.stored(c)
+	ch.count(ts, c, true)
+	return nil
+}
+
+// count adds c to the track's statistics.
+func (ch *channel) count(ts *trackState, c *Chunk, stored bool) {
+	now := ch.now()
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if !stored {
+		ts.stats.Dropped++
+		return
+	}
+	ts.stats.Chunks++
+	ts.stats.Bytes += int64(len(c.Data))
+	ts.stats.LastChunk = now
+	if c.Prft != nil {
+		ts.stats.Latency = now.Sub(c.Prft.Wallclock)
+	}
+}
+
+// anchor sets the channel's availability start from its first chunk: media time 0
+// is when the encoder produced it, taken as this chunk's arrival less its end time
+// (an encoder sends a chunk once its last sample is encoded). Rounded up to the
+// millisecond an MPD can say, so segments are never announced before they arrive.
+func (ch *channel) anchor(t *media.Track, f *cmaf.Fragment) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if ch.anchored {
+		return
+	}
+	at := ch.now().Add(-t.Duration(f.BaseMediaDecodeTime + f.Duration()))
+	if r := at.Truncate(time.Millisecond); !r.Equal(at) {
+		at = r.Add(time.Millisecond)
+	}
+	ch.hc.SetAvailabilityStart(at)
+	ch.anchored = true
+}
+
+// measure raises a track's bandwidth without btrt to the rate of its open segment
+// when that is higher: the declared bandwidth is a peak.
+func (ch *channel) measure(ts *trackState) {
+	if !ts.estimated || ts.seg.ticks == 0 {
+		return
+	}
+	rate := float64(ts.seg.bytes) * 8 / ts.track.Seconds(ts.seg.ticks)
+	bw := (int(rate) + 999) / 1000 * 1000
+	if bw > ts.track.Bandwidth {
+		t := *ts.track
+		t.Bandwidth = bw
+		ch.describe(ts, &t)
+	}
+}
+
+// describe replaces the track's description (AddTrack keeps its segments).
+func (ch *channel) describe(ts *trackState, t *media.Track) {
+	if err := ch.hc.AddTrack(t); err == nil {
+		ts.track, ts.cut.track = t, t
+	}
+}
+
+// endOpen ends the track's open segment: its encoder went away, or ended it.
+func (ch *channel) endOpen(ts *trackState) {
+	if !ts.cut.open {
+		return
+	}
+	ch.measure(ts)
+	_ = ch.hc.EndSegment(ts.id, ts.cut.n)
+	ts.cut.open = false
+}
+
+// frameRate is the frame rate of a fragment's most common sample duration: "25",
+// "30000/1001"; "" when the samples have none.
+func frameRate(timescale uint32, samples []cmaf.Sample) string {
+	counts := map[uint32]int{}
+	best := uint32(0)
+	for _, s := range samples {
+		if s.Duration == 0 {
+			continue
+		}
+		counts[s.Duration]++
+		if best == 0 || counts[s.Duration] > counts[best] || counts[s.Duration] == counts[best] && s.Duration < best {
+			best = s.Duration
+		}
+	}
+	if best == 0 {
+		return ""
+	}
+	n, d := uint64(timescale), uint64(best)
+	for a, b := n, d; ; {
+		if b == 0 {
+			n, d = n/a, d/a
+			break
+		}
+		a, b = b, a%b
+	}
+	if d == 1 {
+		return fmt.Sprint(n)
+	}
+	return fmt.Sprintf("%d/%d", n, d)
+}
