@@ -184,9 +184,17 @@ export async function checkPlayback(browser, baseURL, { name, live, player, segm
     assert.ok(wallS >= seconds * 0.95, `sampled only ${wallS.toFixed(1)} s${context()}`);
     // Media time either moves (at 0.9× or more: the players steer latency by up to
     // 10 %) or the page says why not: a stall or a short wait (< 100 ms each).
+    // A browser starved of CPU slows its media clock without a waiting event (seen
+    // with hls.js at 0.77× beside two test suites and stress-ng): there, media time
+    // must still clearly move (half of wall time), and the full account is a bar.
     const accounted = advanced / 0.9 + stalledS + 0.1 * shortWaits;
-    assert.ok(accounted >= wallS * 0.95 - 0.5,
-      `currentTime advanced ${advanced.toFixed(2)} s in ${wallS.toFixed(1)} s with only ${stalledS.toFixed(2)} s of stalls and ${shortWaits} short waits reported: playback stopped without the page noticing${context()}`);
+    const unnoticed = `currentTime advanced ${advanced.toFixed(2)} s in ${wallS.toFixed(1)} s with only ${stalledS.toFixed(2)} s of stalls and ${shortWaits} short waits reported: playback stopped without the page noticing`;
+    if (load.loaded) {
+      assert.ok(advanced + stalledS + 0.1 * shortWaits >= wallS * 0.5, `${unnoticed}${context()}`);
+      bar(accounted >= wallS * 0.95 - 0.5, unnoticed);
+    } else {
+      assert.ok(accounted >= wallS * 0.95 - 0.5, `${unnoticed}${context()}`);
+    }
     let longest = Math.max(0, ...(last.waits ?? []).map((x) => x.ms));
     let stuckSince = null; // wall time since which playback has not been playing, if it is not now
     for (const s of samples) stuckSince = s.playing ? null : (stuckSince ?? s.wallMs);
