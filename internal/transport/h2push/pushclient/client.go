@@ -308,10 +308,10 @@ type Stream struct {
 	done    chan struct{}
 	err     error
 	buf     bytes.Buffer
-	n       int64 // DATA payload received
-	claimed bool  // by a request
-	given   bool  // delivered through OnPush
-	reset   bool  // we sent RST_STREAM
+	n       atomic.Int64 // DATA payload received (read by Len from any goroutine)
+	claimed bool         // by a request
+	given   bool         // delivered through OnPush
+	reset   bool         // we sent RST_STREAM
 	ended   bool
 }
 
@@ -322,7 +322,7 @@ func (s *Stream) Done() <-chan struct{} { return s.done }
 func (s *Stream) Err() error { return s.err }
 
 // Len is the body bytes received so far.
-func (s *Stream) Len() int64 { return s.n }
+func (s *Stream) Len() int64 { return s.n.Load() }
 
 // errRetry marks a request that never started on a dying connection.
 var errRetry = errors.New("connection closed before the request started")
@@ -562,7 +562,7 @@ func (cc *Conn) unclaimedBytes() int64 {
 	var n int64
 	for _, s := range cc.pushes {
 		if !s.given {
-			n += s.n
+			n += s.n.Load()
 		}
 	}
 	return n
@@ -876,7 +876,7 @@ func (cc *Conn) onData(f *http2.DataFrame) error {
 		if s.FirstByte.IsZero() {
 			s.FirstByte = time.Now()
 		}
-		s.n += int64(len(data))
+		s.n.Add(int64(len(data)))
 		s.Frames++
 		if int64(s.buf.Len()+len(data)) > cc.c.opts.MaxBodyBytes {
 			overflow = true
