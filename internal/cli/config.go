@@ -10,6 +10,7 @@ import (
 
 	"github.com/streambed/streambed/internal/media"
 	"github.com/streambed/streambed/internal/server"
+	"github.com/streambed/streambed/internal/source/ingest"
 	"github.com/streambed/streambed/internal/transport/h2push"
 	"github.com/streambed/streambed/internal/transport/wspush"
 )
@@ -25,12 +26,23 @@ type Config struct {
 	Channels      []ChannelConfig `yaml:"channels"`
 	H2Push        h2push.Config   `yaml:"h2push"` // HTTP/2 push: default strategy, rules file, admin token
 	WSPush        wspush.Config   `yaml:"wspush"` // WebSocket push: default adaptation policy
+	Ingest        ingest.Config   `yaml:"ingest"` // encoder ingest: size limits, idle timeout
 }
 
-// ChannelConfig declares a live channel that loops a packaged asset.
+// ChannelConfig declares a live channel: one that loops a packaged asset, or one
+// that an encoder feeds (DASH-IF Live Media Ingest, docs/protocols/ingest.md).
 type ChannelConfig struct {
 	Name string `yaml:"name"`
 	Loop string `yaml:"loop"` // asset name
+	// Ingest makes a channel that an encoder feeds, instead of looping an asset. It
+	// starts empty and waits for its encoder.
+	Ingest bool `yaml:"ingest"`
+	// IngestToken is the encoder's bearer token; empty: one generated once and kept
+	// in the data folder (data_dir/ingest/NAME.token), printed at start-up.
+	IngestToken string `yaml:"ingest_token"`
+	// SegmentDuration is an ingest channel's nominal segment duration: set it to the
+	// encoder's segment (GOP) duration. 0: 2 s. A looped channel has its asset's.
+	SegmentDuration time.Duration `yaml:"segment_duration"`
 	// DVRWindow is the time-shift buffer (MPD@timeShiftBufferDepth).
 	DVRWindow time.Duration `yaml:"dvr_window"`
 	// ChunkDuration splits segments into chunks for push and low latency; 0: one chunk
@@ -77,16 +89,26 @@ func (c *Config) Validate() error {
 	if err := c.Config.Validate(); err != nil {
 		return err
 	}
+	if c.Ingest.MaxBox < 0 || c.Ingest.MaxRequest < 0 || c.Ingest.IdleTimeout < 0 {
+		return fmt.Errorf("config: ingest limits and idle_timeout cannot be negative")
+	}
 	seen := map[string]bool{}
 	for _, ch := range c.Channels {
 		if !media.ValidName(ch.Name) || seen[ch.Name] {
 			return fmt.Errorf("config: channel name %q is invalid or repeated (use letters, digits, . _ -)", ch.Name)
 		}
 		seen[ch.Name] = true
-		if ch.Loop == "" {
-			return fmt.Errorf("config: channel %q needs `loop: ASSET`", ch.Name)
+		switch {
+		case ch.Loop == "" && !ch.Ingest:
+			return fmt.Errorf("config: channel %q needs `loop: ASSET` or `ingest: true`", ch.Name)
+		case ch.Loop != "" && ch.Ingest:
+			return fmt.Errorf("config: channel %q has both `loop` and `ingest`: choose one", ch.Name)
+		case ch.Ingest && (ch.ChunkDuration != 0 || !ch.AvailabilityStart.IsZero()):
+			return fmt.Errorf("config: channel %q takes ingest: its chunks and timeline come from the encoder (no chunk_duration or availability_start)", ch.Name)
+		case !ch.Ingest && (ch.IngestToken != "" || ch.SegmentDuration != 0):
+			return fmt.Errorf("config: channel %q loops an asset: ingest_token and segment_duration are for `ingest: true` channels", ch.Name)
 		}
-		if ch.DVRWindow < 0 || ch.ChunkDuration < 0 || ch.PresentationDelay < 0 {
+		if ch.DVRWindow < 0 || ch.ChunkDuration < 0 || ch.PresentationDelay < 0 || ch.SegmentDuration < 0 {
 			return fmt.Errorf("config: channel %q has a negative duration", ch.Name)
 		}
 		if ch.WSPolicy != "" {

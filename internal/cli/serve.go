@@ -19,6 +19,7 @@ import (
 	"github.com/streambed/streambed/internal/layout"
 	"github.com/streambed/streambed/internal/media"
 	"github.com/streambed/streambed/internal/server"
+	"github.com/streambed/streambed/internal/source/ingest"
 	"github.com/streambed/streambed/internal/source/looplive"
 )
 
@@ -44,8 +45,10 @@ func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		logLevel   = fs.String("log-level", def.Log.Level, "log level: debug, info, warn, error")
 		cpuProfile = fs.String("cpuprofile", "", "write a Go CPU profile to `file` until the server stops (for performance work)")
 		channels   channelFlags
+		ingests    ingestFlags
 	)
 	fs.Var(&channels, "channel", "live channel `NAME=ASSET[,dvr=60s][,chunk=40ms][,delay=4s][,archive=DIR]` looping a packaged asset (repeatable; replaces the demo channel; --channel \"\" for none)")
+	fs.Var(&ingests, "ingest", "live channel `NAME[,segment=2s][,dvr=60s][,delay=4s][,token=T][,archive=DIR]` that an encoder feeds (DASH-IF ingest; repeatable; added to the other channels)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: streambed serve [flags]
 
@@ -55,14 +58,20 @@ over HTTP/1.1, h2c (prior knowledge) and TLS h2, with the player page at /.
 With no flags it is the demo: the asset "demo" (packaged on first start, about a
 minute) served on demand and as the live channel "demo", on :8080 and :8443.
 
+Channels made with --ingest (or "ingest: true" in the configuration) start empty
+and wait for an encoder to POST its tracks (docs/protocols/ingest.md); their
+tokens are printed below the URLs.
+
 URLs: /  /api/streams  /vod/{asset}/manifest.mpd  /vod/{asset}/master.m3u8
       /live/{channel}/manifest.mpd  /live/{channel}/manifest-timeline.mpd
       /live/{channel}/master.m3u8  /time  /metrics
+      POST /ingest/{channel}/Streams({track}.cmfv|.cmfa)
 Live routes take ?nowMS=<ms since epoch> to pin the clock (for tests).
 
 Examples:
   streambed serve
   streambed serve --assets ./assets --channel news=clip,dvr=120s --https ""
+  streambed serve --channel "" --ingest studio,segment=2s
   streambed serve --config streambed.yaml
 
 Flags:
@@ -106,6 +115,7 @@ Flags:
 			cfg.Channels = channels
 		}
 	})
+	cfg.Channels = append(cfg.Channels, ingests...)
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -120,7 +130,12 @@ Flags:
 	}
 	h := hub.New(hub.WithLogger(log))
 	defer h.Close()
+	in := ingest.New(cfg.Ingest, log)
 	if err := openMedia(ctx, h, cfg, log); err != nil {
+		return err
+	}
+	ingested, err := openIngest(ctx, h, in, cfg)
+	if err != nil {
 		return err
 	}
 	if *cpuProfile != "" {
@@ -131,6 +146,9 @@ Flags:
 		defer stop()
 	}
 	srv := server.New(cfg.Config, h, log, nil)
+	for _, p := range ingest.Patterns {
+		srv.Handle(p, in)
+	}
 	if err := attachTransports(ctx, srv, cfg); err != nil {
 		return err
 	}
@@ -139,6 +157,7 @@ Flags:
 		return err
 	}
 	printURLs(stdout, ls, h)
+	printIngest(stdout, ls, ingested)
 	log.Info("serving", "http", addrOf(ls.HTTP), "https", addrOf(ls.HTTPS), "assets", len(h.Assets()), "channels", len(h.Channels()))
 	err = srv.Serve(ctx, ls)
 	log.Info("stopped")
@@ -209,6 +228,9 @@ func openMedia(ctx context.Context, h *hub.Hub, cfg Config, log *slog.Logger) er
 		h.AddAsset(a)
 	}
 	for _, cc := range cfg.Channels {
+		if cc.Ingest {
+			continue
+		}
 		a, err := h.Asset(cc.Loop)
 		if err != nil {
 			return fmt.Errorf("channel %q loops asset %q, which is not in %s: package it with `streambed package IN -o %s`",
@@ -226,6 +248,49 @@ func openMedia(ctx context.Context, h *hub.Hub, cfg Config, log *slog.Logger) er
 		}
 	}
 	return nil
+}
+
+// ingestChannel is an ingest channel as start-up prints it.
+type ingestChannel struct{ name, token string }
+
+// openIngest registers the channels that encoders feed: empty until one connects.
+func openIngest(ctx context.Context, h *hub.Hub, in *ingest.Ingest, cfg Config) ([]ingestChannel, error) {
+	var out []ingestChannel
+	for _, cc := range cfg.Channels {
+		if !cc.Ingest {
+			continue
+		}
+		tok := cc.IngestToken
+		if tok == "" {
+			var err error
+			if tok, err = ingest.LoadOrCreateToken(cfg.DataDir, cc.Name); err != nil {
+				return nil, fmt.Errorf("channel %q: %w", cc.Name, err)
+			}
+		}
+		if _, err := in.AddChannel(ctx, h, ingest.ChannelOptions{
+			Name: cc.Name, Token: tok, SegmentDuration: cc.SegmentDuration, DVRWindow: cc.DVRWindow,
+			PresentationDelay: cc.PresentationDelay, ArchiveDir: cc.Archive,
+		}); err != nil {
+			return nil, err
+		}
+		out = append(out, ingestChannel{cc.Name, tok})
+	}
+	return out, nil
+}
+
+// printIngest tells where each ingest channel's encoder sends its tracks.
+func printIngest(w io.Writer, ls *server.Listeners, chans []ingestChannel) {
+	base := ""
+	switch {
+	case ls.HTTP != nil:
+		base = "http://" + displayAddr(ls.HTTP.Addr())
+	case ls.HTTPS != nil:
+		base = "https://" + displayAddr(ls.HTTPS.Addr())
+	}
+	for _, c := range chans {
+		fmt.Fprintf(w, "  ingest %-8s POST %s%s  (and audio .cmfa)  Authorization: Bearer %s\n",
+			c.name, base, ingest.Path(c.name, "{track}", "cmfv"), c.token)
+	}
 }
 
 func newLogger(c server.LogConfig, w io.Writer) (*slog.Logger, error) {
@@ -313,6 +378,45 @@ func (c *channelFlags) Set(v string) error {
 			cc.Archive = val
 		default:
 			return fmt.Errorf("unknown channel option %q (dvr, chunk, delay, archive)", k)
+		}
+	}
+	*c = append(*c, cc)
+	return nil
+}
+
+// ingestFlags parses repeated --ingest NAME[,segment=D][,dvr=D][,delay=D][,token=T][,archive=DIR].
+type ingestFlags []ChannelConfig
+
+func (c *ingestFlags) String() string { return "" }
+
+func (c *ingestFlags) Set(v string) error {
+	parts := strings.Split(v, ",")
+	cc := ChannelConfig{Name: parts[0], Ingest: true}
+	if cc.Name == "" {
+		return errors.New("want NAME[,segment=2s][,dvr=60s][,delay=4s][,token=T][,archive=DIR]")
+	}
+	for _, p := range parts[1:] {
+		k, val, _ := strings.Cut(p, "=")
+		var d time.Duration
+		if k != "archive" && k != "token" {
+			var err error
+			if d, err = time.ParseDuration(val); err != nil {
+				return fmt.Errorf("%s=%q: %w", k, val, err)
+			}
+		}
+		switch k {
+		case "segment":
+			cc.SegmentDuration = d
+		case "dvr":
+			cc.DVRWindow = d
+		case "delay":
+			cc.PresentationDelay = d
+		case "token":
+			cc.IngestToken = val
+		case "archive":
+			cc.Archive = val
+		default:
+			return fmt.Errorf("unknown ingest channel option %q (segment, dvr, delay, token, archive)", k)
 		}
 	}
 	*c = append(*c, cc)
