@@ -65,6 +65,15 @@ type ChannelOptions struct {
 	DVRWindow         time.Duration // timeShiftBufferDepth; 0: 60 s
 	PresentationDelay time.Duration // MPD@suggestedPresentationDelay; 0: two segments
 	ArchiveDir        string        // optional: keep every segment on disk
+	// ArchiveLength prunes archived segments older than this (0: keep all), and
+	// ArchiveSegmentLength groups the archive on disk in folders of this much media
+	// time (0: one folder). Publishing points' archive_length and
+	// archive_segment_length.
+	ArchiveLength, ArchiveSegmentLength time.Duration
+	// RestartOnReconnect continues the timeline when an encoder reconnects with
+	// timestamps that do not follow on (publishing points'
+	// restart_on_encoder_reconnect); without it such a reconnect starts a new period.
+	RestartOnReconnect bool
 	Clock             hub.Clock     // nil: time.Now
 }
 
