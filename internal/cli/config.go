@@ -9,6 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/streambed/streambed/internal/media"
+	"github.com/streambed/streambed/internal/publish"
 	"github.com/streambed/streambed/internal/server"
 	"github.com/streambed/streambed/internal/source/ingest"
 	"github.com/streambed/streambed/internal/transport/h2push"
@@ -27,22 +28,29 @@ type Config struct {
 	H2Push        h2push.Config   `yaml:"h2push"` // HTTP/2 push: default strategy, rules file, admin token
 	WSPush        wspush.Config   `yaml:"wspush"` // WebSocket push: default adaptation policy
 	Ingest        ingest.Config   `yaml:"ingest"` // encoder ingest: size limits, idle timeout
+	// AdminToken protects /api/channels (publishing points); empty: one generated
+	// once in data_dir/admin.token, where `streambed channel` finds it.
+	AdminToken string `yaml:"admin_token"`
 }
 
-// ChannelConfig declares a live channel: one that loops a packaged asset, or one
-// that an encoder feeds (DASH-IF Live Media Ingest, docs/protocols/ingest.md).
+// ChannelConfig declares a live channel: one that loops a packaged asset, or a
+// publishing point that an encoder feeds (DASH-IF Live Media Ingest,
+// docs/protocols/ingest.md) with the options of docs/protocols/channels.md.
 type ChannelConfig struct {
 	Name string `yaml:"name"`
 	Loop string `yaml:"loop"` // asset name
-	// Ingest makes a channel that an encoder feeds, instead of looping an asset. It
-	// starts empty and waits for its encoder.
+	// Ingest makes a publishing point that an encoder feeds, instead of looping an
+	// asset. It starts empty and waits for its encoder.
 	Ingest bool `yaml:"ingest"`
 	// IngestToken is the encoder's bearer token; empty: one generated once and kept
 	// in the data folder (data_dir/ingest/NAME.token), printed at start-up.
 	IngestToken string `yaml:"ingest_token"`
-	// SegmentDuration is an ingest channel's nominal segment duration: set it to the
-	// encoder's segment (GOP) duration. 0: 2 s. A looped channel has its asset's.
-	SegmentDuration time.Duration `yaml:"segment_duration"`
+	// Preset and the publishing-point options (archiving, archive_length,
+	// archive_segment_length, dvr_window_length, restart_on_encoder_reconnect,
+	// segment_addressing, segment_duration, min_buffer_time,
+	// suggested_presentation_delay, hls_fmp4) are for `ingest: true` channels.
+	Preset          string `yaml:"preset"`
+	publish.Options `yaml:",inline"`
 	// DVRWindow is the time-shift buffer (MPD@timeShiftBufferDepth).
 	DVRWindow time.Duration `yaml:"dvr_window"`
 	// ChunkDuration splits segments into chunks for push and low latency; 0: one chunk
@@ -105,10 +113,17 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("config: channel %q has both `loop` and `ingest`: choose one", ch.Name)
 		case ch.Ingest && (ch.ChunkDuration != 0 || !ch.AvailabilityStart.IsZero()):
 			return fmt.Errorf("config: channel %q takes ingest: its chunks and timeline come from the encoder (no chunk_duration or availability_start)", ch.Name)
-		case !ch.Ingest && (ch.IngestToken != "" || ch.SegmentDuration != 0):
-			return fmt.Errorf("config: channel %q loops an asset: ingest_token and segment_duration are for `ingest: true` channels", ch.Name)
+		case ch.Ingest && (ch.DVRWindow != 0 || ch.PresentationDelay != 0 || ch.Archive != ""):
+			return fmt.Errorf("config: channel %q takes ingest: write its options as a publishing point's (dvr_window_length, suggested_presentation_delay, archiving: true / archive_dir; docs/protocols/channels.md)", ch.Name)
+		case !ch.Ingest && (ch.IngestToken != "" || ch.Preset != "" || ch.Options != (publish.Options{})):
+			return fmt.Errorf("config: channel %q loops an asset: ingest_token, preset and the publishing-point options are for `ingest: true` channels", ch.Name)
 		}
-		if ch.DVRWindow < 0 || ch.ChunkDuration < 0 || ch.PresentationDelay < 0 || ch.SegmentDuration < 0 {
+		if ch.Ingest {
+			if _, err := publish.Resolve(ch.Preset, ch.Options); err != nil {
+				return fmt.Errorf("config: channel %q: %w", ch.Name, err)
+			}
+		}
+		if ch.DVRWindow < 0 || ch.ChunkDuration < 0 || ch.PresentationDelay < 0 {
 			return fmt.Errorf("config: channel %q has a negative duration", ch.Name)
 		}
 		if ch.WSPolicy != "" {

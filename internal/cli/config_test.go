@@ -85,7 +85,29 @@ func TestREADMEConfigLoads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the README's configuration does not load: %v", err)
 	}
-	if len(cfg.Channels) != 1 || cfg.Channels[0].Name != "demo" || cfg.WSPush.Policy != "tcp" {
+	if len(cfg.Channels) != 2 || cfg.Channels[0].Name != "demo" || cfg.WSPush.Policy != "tcp" ||
+		!cfg.Channels[1].Ingest || cfg.Channels[1].Preset != "pure-live" || !cfg.Channels[1].Archiving {
 		t.Errorf("README configuration read as %+v", cfg)
+	}
+}
+
+// Publishing-point options belong to ingest channels, and loop options to looped ones.
+func TestConfigIngestChannels(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	for body, want := range map[string]string{
+		"channels:\n  - name: a\n    ingest: true\n    preset: archive-dvr\n    dvr_window_length: 2h\n": "",
+		"channels:\n  - name: a\n    ingest: true\n    dvr_window: 60s\n":                                "dvr_window_length",
+		"channels:\n  - name: a\n    loop: demo\n    archiving: true\n":                                  "ingest: true",
+		"channels:\n  - name: a\n    ingest: true\n    preset: nope\n":                                   "unknown preset",
+		"channels:\n  - name: a\n    ingest: true\n    hls_fmp4: false\n":                                "MPEG-TS",
+		"channels:\n  - name: a\n    ingest: true\n    segment_duration: 4\n":                            "",
+	} {
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := LoadConfig(p)
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("%q: err %v, want %q", body, err, want)
+		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/streambed/streambed/internal/hub"
 	"github.com/streambed/streambed/internal/layout"
 	"github.com/streambed/streambed/internal/media"
+	"github.com/streambed/streambed/internal/publish"
 	"github.com/streambed/streambed/internal/server"
 	"github.com/streambed/streambed/internal/source/ingest"
 	"github.com/streambed/streambed/internal/source/looplive"
@@ -37,7 +38,7 @@ func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		httpAddr   = fs.String("http", def.HTTP, "HTTP/1.1 + h2c listener `address`; \"\" disables")
 		httpsAddr  = fs.String("https", def.HTTPS, "TLS (h2, HTTP/1.1) listener `address`; \"\" disables")
 		assets     = fs.String("assets", def.Assets, "`folder` of packaged assets, one subfolder each")
-		dataDir    = fs.String("data-dir", def.DataDir, "`folder` for the generated certificate")
+		dataDir    = fs.String("data-dir", def.DataDir, "`folder` for generated state: TLS certificate, tokens, publishing points, archives")
 		tlsCert    = fs.String("tls-cert", "", "TLS certificate PEM `file` (default: self-signed, generated)")
 		tlsKey     = fs.String("tls-key", "", "TLS key PEM `file`")
 		noDemo     = fs.Bool("no-demo", false, "do not package the demo asset when it is missing")
@@ -48,7 +49,7 @@ func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ingests    ingestFlags
 	)
 	fs.Var(&channels, "channel", "live channel `NAME=ASSET[,dvr=60s][,chunk=40ms][,delay=4s][,archive=DIR]` looping a packaged asset (repeatable; replaces the demo channel; --channel \"\" for none)")
-	fs.Var(&ingests, "ingest", "live channel `NAME[,segment=2s][,dvr=60s][,delay=4s][,token=T][,archive=DIR]` that an encoder feeds (DASH-IF ingest; repeatable; added to the other channels)")
+	fs.Var(&ingests, "ingest", "publishing point `NAME[,preset=P][,segment=2s][,dvr=60s][,delay=4s][,token=T][,archive=DIR]` that an encoder feeds (DASH-IF ingest; presets pure-live, archive, archive-dvr; repeatable; added to the other channels)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: streambed serve [flags]
 
@@ -58,14 +59,16 @@ over HTTP/1.1, h2c (prior knowledge) and TLS h2, with the player page at /.
 With no flags it is the demo: the asset "demo" (packaged on first start, about a
 minute) served on demand and as the live channel "demo", on :8080 and :8443.
 
-Channels made with --ingest (or "ingest: true" in the configuration) start empty
-and wait for an encoder to POST its tracks (docs/protocols/ingest.md); their
-tokens are printed below the URLs.
+Channels made with --ingest (or "ingest: true" in the configuration, or
+"streambed channel create" while serving) are publishing points: they start
+empty and wait for an encoder to POST its tracks (docs/protocols/ingest.md);
+their tokens are printed below the URLs. /api/channels manages them
+(docs/protocols/channels.md).
 
 URLs: /  /api/streams  /vod/{asset}/manifest.mpd  /vod/{asset}/master.m3u8
       /live/{channel}/manifest.mpd  /live/{channel}/manifest-timeline.mpd
       /live/{channel}/master.m3u8  /time  /metrics
-      POST /ingest/{channel}/Streams({track}.cmfv|.cmfa)
+      POST /ingest/{channel}/Streams({track}.cmfv|.cmfa)  /api/channels
 Live routes take ?nowMS=<ms since epoch> to pin the clock (for tests).
 
 Examples:
@@ -134,7 +137,11 @@ Flags:
 	if err := openMedia(ctx, h, cfg, log); err != nil {
 		return err
 	}
-	ingested, err := openIngest(ctx, h, in, cfg)
+	points, err := openPoints(ctx, h, in, cfg, log)
+	if err != nil {
+		return err
+	}
+	adminToken, err := publish.AdminToken(cfg.DataDir, cfg.AdminToken)
 	if err != nil {
 		return err
 	}
@@ -149,6 +156,7 @@ Flags:
 	for _, p := range ingest.Patterns {
 		srv.Handle(p, in)
 	}
+	points.Routes(srv.Handle, adminToken)
 	if err := attachTransports(ctx, srv, cfg); err != nil {
 		return err
 	}
@@ -157,7 +165,7 @@ Flags:
 		return err
 	}
 	printURLs(stdout, ls, h)
-	printIngest(stdout, ls, ingested)
+	printIngest(stdout, ls, points, cfg.DataDir)
 	log.Info("serving", "http", addrOf(ls.HTTP), "https", addrOf(ls.HTTPS), "assets", len(h.Assets()), "channels", len(h.Channels()))
 	err = srv.Serve(ctx, ls)
 	log.Info("stopped")
@@ -250,36 +258,26 @@ func openMedia(ctx context.Context, h *hub.Hub, cfg Config, log *slog.Logger) er
 	return nil
 }
 
-// ingestChannel is an ingest channel as start-up prints it.
-type ingestChannel struct{ name, token string }
-
-// openIngest registers the channels that encoders feed: empty until one connects.
-func openIngest(ctx context.Context, h *hub.Hub, in *ingest.Ingest, cfg Config) ([]ingestChannel, error) {
-	var out []ingestChannel
+// openPoints starts the publishing points: those of the configuration, then those
+// made through /api/channels by an earlier run.
+func openPoints(ctx context.Context, h *hub.Hub, in *ingest.Ingest, cfg Config, log *slog.Logger) (*publish.Points, error) {
+	pts := publish.New(ctx, h, in, cfg.DataDir, log)
 	for _, cc := range cfg.Channels {
 		if !cc.Ingest {
 			continue
 		}
-		tok := cc.IngestToken
-		if tok == "" {
-			var err error
-			if tok, err = ingest.LoadOrCreateToken(cfg.DataDir, cc.Name); err != nil {
-				return nil, fmt.Errorf("channel %q: %w", cc.Name, err)
-			}
+		if _, err := pts.AddConfigured(publish.Spec{Name: cc.Name, Preset: cc.Preset, Options: cc.Options, Token: cc.IngestToken}); err != nil {
+			return nil, fmt.Errorf("channel %q: %w", cc.Name, err)
 		}
-		if _, err := in.AddChannel(ctx, h, ingest.ChannelOptions{
-			Name: cc.Name, Token: tok, SegmentDuration: cc.SegmentDuration, DVRWindow: cc.DVRWindow,
-			PresentationDelay: cc.PresentationDelay, ArchiveDir: cc.Archive,
-		}); err != nil {
-			return nil, err
-		}
-		out = append(out, ingestChannel{cc.Name, tok})
 	}
-	return out, nil
+	if err := pts.Restore(); err != nil {
+		return nil, err
+	}
+	return pts, nil
 }
 
-// printIngest tells where each ingest channel's encoder sends its tracks.
-func printIngest(w io.Writer, ls *server.Listeners, chans []ingestChannel) {
+// printIngest tells where each publishing point's encoder sends its tracks.
+func printIngest(w io.Writer, ls *server.Listeners, pts *publish.Points, dataDir string) {
 	base := ""
 	switch {
 	case ls.HTTP != nil:
@@ -287,9 +285,13 @@ func printIngest(w io.Writer, ls *server.Listeners, chans []ingestChannel) {
 	case ls.HTTPS != nil:
 		base = "https://" + displayAddr(ls.HTTPS.Addr())
 	}
-	for _, c := range chans {
+	for _, p := range pts.List() {
 		fmt.Fprintf(w, "  ingest %-8s POST %s%s  (and audio .cmfa)  Authorization: Bearer %s\n",
-			c.name, base, ingest.Path(c.name, "{track}", "cmfv"), c.token)
+			p.Name, base, ingest.Path(p.Name, "{track}", "cmfv"), p.Token)
+	}
+	if base != "" {
+		fmt.Fprintf(w, "  channels API %s/api/channels (admin token in %s, or admin_token in the configuration); `streambed channel --help`\n",
+			base, publish.AdminTokenFile(dataDir))
 	}
 }
 
@@ -390,33 +392,36 @@ type ingestFlags []ChannelConfig
 func (c *ingestFlags) String() string { return "" }
 
 func (c *ingestFlags) Set(v string) error {
+	const want = "NAME[,preset=pure-live|archive|archive-dvr][,segment=2s][,dvr=60s][,delay=4s][,token=T][,archive=DIR]"
 	parts := strings.Split(v, ",")
 	cc := ChannelConfig{Name: parts[0], Ingest: true}
 	if cc.Name == "" {
-		return errors.New("want NAME[,segment=2s][,dvr=60s][,delay=4s][,token=T][,archive=DIR]")
+		return errors.New("want " + want)
 	}
 	for _, p := range parts[1:] {
 		k, val, _ := strings.Cut(p, "=")
-		var d time.Duration
-		if k != "archive" && k != "token" {
+		var d publish.Duration
+		if k == "segment" || k == "dvr" || k == "delay" {
 			var err error
-			if d, err = time.ParseDuration(val); err != nil {
+			if d, err = publish.ParseDuration(val); err != nil {
 				return fmt.Errorf("%s=%q: %w", k, val, err)
 			}
 		}
 		switch k {
+		case "preset":
+			cc.Preset = val
 		case "segment":
 			cc.SegmentDuration = d
 		case "dvr":
-			cc.DVRWindow = d
+			cc.DVRWindowLength = d
 		case "delay":
-			cc.PresentationDelay = d
+			cc.SuggestedPresentationDelay = d
 		case "token":
 			cc.IngestToken = val
 		case "archive":
-			cc.Archive = val
+			cc.Archiving, cc.ArchiveDir = true, val
 		default:
-			return fmt.Errorf("unknown ingest channel option %q (segment, dvr, delay, token, archive)", k)
+			return fmt.Errorf("unknown ingest channel option %q: want %s", k, want)
 		}
 	}
 	*c = append(*c, cc)

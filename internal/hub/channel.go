@@ -25,14 +25,15 @@ type Clock func() time.Time
 // Memory is bounded by the DVR window: segments that left it are dropped. Each chunk
 // is stored once and shared by reference with every reader.
 type Channel struct {
-	name     string
-	info     atomic.Pointer[media.Stream] // replaced, never changed, when a track is added
-	timeline media.Timeline
-	anchor   atomic.Pointer[time.Time] // the timeline's AvailabilityStart; SetAvailabilityStart moves it
-	delay    time.Duration             // MPD@suggestedPresentationDelay
-	od       OnDemand                  // nil: only what sources append
-	now      Clock
-	archive  *archive // nil: no archive
+	name      string
+	info      atomic.Pointer[media.Stream] // replaced, never changed, when a track is added
+	timeline  media.Timeline
+	anchor    atomic.Pointer[time.Time] // the timeline's AvailabilityStart; SetAvailabilityStart moves it
+	delay     time.Duration             // MPD@suggestedPresentationDelay
+	minBuffer time.Duration             // MPD@minBufferTime; 0: the renderer's default
+	od        OnDemand                  // nil: only what sources append
+	now       Clock
+	archive   *archive // nil: no archive
 
 	mu      sync.Mutex
 	tracks  map[string]*liveTrack
@@ -84,6 +85,8 @@ type ChannelConfig struct {
 	Timeline media.Timeline
 	// PresentationDelay is MPD@suggestedPresentationDelay; 0: two segment durations.
 	PresentationDelay time.Duration
+	// MinBufferTime is MPD@minBufferTime; 0: one segment duration.
+	MinBufferTime time.Duration
 	// OnDemand, when set, makes segments a reader's clock asks for (a looped asset).
 	OnDemand OnDemand
 	Clock    Clock // nil: time.Now
@@ -101,7 +104,7 @@ func NewChannel(cfg ChannelConfig) (*Channel, error) {
 	if cfg.Timeline.SegmentDuration <= 0 {
 		return nil, fmt.Errorf("channel %q: the nominal segment duration must be positive: %w", cfg.Info.Name, media.ErrBadRequest)
 	}
-	if cfg.Timeline.TimeShiftBufferDepth < 0 || cfg.PresentationDelay < 0 {
+	if cfg.Timeline.TimeShiftBufferDepth < 0 || cfg.PresentationDelay < 0 || cfg.MinBufferTime < 0 {
 		return nil, fmt.Errorf("channel %q: negative DVR window or delay: %w", cfg.Info.Name, media.ErrBadRequest)
 	}
 	info := *cfg.Info
@@ -111,7 +114,7 @@ func NewChannel(cfg ChannelConfig) (*Channel, error) {
 		now = time.Now
 	}
 	c := &Channel{
-		name: info.Name, timeline: cfg.Timeline, delay: cfg.PresentationDelay, od: cfg.OnDemand, now: now,
+		name: info.Name, timeline: cfg.Timeline, delay: cfg.PresentationDelay, minBuffer: cfg.MinBufferTime, od: cfg.OnDemand, now: now,
 		tracks: map[string]*liveTrack{}, subs: map[*Subscription]struct{}{}, changed: make(chan struct{}),
 	}
 	if c.delay == 0 {
@@ -191,6 +194,9 @@ func (c *Channel) SetAvailabilityStart(t time.Time) { c.anchor.Store(&t) }
 
 // PresentationDelay is how far behind the live edge players are told to play.
 func (c *Channel) PresentationDelay() time.Duration { return c.delay }
+
+// MinBufferTime is MPD@minBufferTime; 0: one segment duration.
+func (c *Channel) MinBufferTime() time.Duration { return c.minBuffer }
 
 // Now is the channel's clock.
 func (c *Channel) Now() time.Time { return c.now() }

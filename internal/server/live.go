@@ -57,6 +57,7 @@ func (s *Server) livePresentation(r *http.Request, c *hub.Channel, file string, 
 		p.MediaTemplate = manifest.AssetTimeTemplate
 	}
 	p.SuggestedPresentationDelay = c.PresentationDelay()
+	p.MinBufferTime = c.MinBufferTime()
 	return p, nil
 }
 

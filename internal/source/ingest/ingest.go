@@ -64,6 +64,7 @@ type ChannelOptions struct {
 	SegmentDuration   time.Duration
 	DVRWindow         time.Duration // timeShiftBufferDepth; 0: 60 s
 	PresentationDelay time.Duration // MPD@suggestedPresentationDelay; 0: two segments
+	MinBufferTime     time.Duration // MPD@minBufferTime; 0: one segment
 	ArchiveDir        string        // optional: keep every segment on disk
 	// ArchiveLength prunes archived segments older than this (0: keep all), and
 	// ArchiveSegmentLength groups the archive on disk in folders of this much media
@@ -74,7 +75,7 @@ type ChannelOptions struct {
 	// timestamps that do not follow on (publishing points'
 	// restart_on_encoder_reconnect); without it such a reconnect starts a new period.
 	RestartOnReconnect bool
-	Clock             hub.Clock     // nil: time.Now
+	Clock              hub.Clock // nil: time.Now
 }
 
 // channel is one ingest channel: its hub channel, its token and its tracks' state.
@@ -111,6 +112,7 @@ func (in *Ingest) AddChannel(ctx context.Context, h *hub.Hub, o ChannelOptions) 
 		Info:              &media.Stream{Name: o.Name, SegmentDuration: o.SegmentDuration},
 		Timeline:          media.Timeline{SegmentDuration: o.SegmentDuration, TimeShiftBufferDepth: o.DVRWindow},
 		PresentationDelay: o.PresentationDelay,
+		MinBufferTime:     o.MinBufferTime,
 		ArchiveDir:        o.ArchiveDir,
 		Clock:             o.Clock,
 	})
