@@ -90,9 +90,13 @@ type ChannelConfig struct {
 	// OnDemand, when set, makes segments a reader's clock asks for (a looped asset).
 	OnDemand OnDemand
 	Clock    Clock // nil: time.Now
-	// ArchiveDir, when set, receives every segment that completes, laid out like a
-	// packaged asset, so the recording outlives the DVR window.
+	// ArchiveDir, when set, receives every segment that completes (see archive for
+	// the layout), so the recording outlives the DVR window; a channel that sources
+	// append to comes back from it after a restart with its DVR window.
 	ArchiveDir string
+	// ArchiveGroup groups the archive in folders of this much media time, and
+	// ArchiveLength removes groups older than this behind the newest segment.
+	ArchiveGroup, ArchiveLength time.Duration
 }
 
 // NewChannel returns an empty live channel. Sources feed it (SetInit, AppendChunk,
@@ -126,11 +130,16 @@ func NewChannel(cfg ChannelConfig) (*Channel, error) {
 	c.info.Store(&info)
 	c.anchor.Store(&cfg.Timeline.AvailabilityStart)
 	if cfg.ArchiveDir != "" {
-		a, err := newArchive(cfg.ArchiveDir, cfg.Inits)
+		a, err := newArchive(ArchiveConfig{Dir: cfg.ArchiveDir, Group: cfg.ArchiveGroup, Length: cfg.ArchiveLength}, cfg.Inits, now)
 		if err != nil {
 			return nil, fmt.Errorf("channel %q: %w", info.Name, err)
 		}
 		c.archive = a
+		if cfg.OnDemand == nil {
+			if err := c.restoreFromArchive(cfg.ArchiveDir); err != nil {
+				return nil, fmt.Errorf("channel %q: restoring from its archive: %w", info.Name, err)
+			}
+		}
 	}
 	return c, nil
 }
@@ -143,6 +152,14 @@ func (c *Channel) Info() *media.Stream { return c.info.Load() }
 // encoder that reconnects may bring a new codec string or bandwidth). Tracks are kept
 // in stream order: video rungs by ascending bandwidth, then audio.
 func (c *Channel) AddTrack(t *media.Track) error {
+	if err := c.addTrack(t); err != nil {
+		return err
+	}
+	c.archiveTracks()
+	return nil
+}
+
+func (c *Channel) addTrack(t *media.Track) error {
 	if t == nil || !media.ValidName(t.ID) || t.Timescale == 0 || (t.Kind != media.Video && t.Kind != media.Audio) {
 		return fmt.Errorf("channel %q: a track needs a URL-safe ID, a kind and a timescale: %w", c.name, media.ErrInvalidMedia)
 	}
@@ -190,7 +207,10 @@ func (c *Channel) Timeline() media.Timeline {
 // that learns the anchor only when media arrives (an encoder's ingest knows it from
 // its first chunk's media time and arrival); call it before appending that chunk, as
 // manifests place stored segments by it.
-func (c *Channel) SetAvailabilityStart(t time.Time) { c.anchor.Store(&t) }
+func (c *Channel) SetAvailabilityStart(t time.Time) {
+	c.anchor.Store(&t)
+	c.archiveTracks()
+}
 
 // PresentationDelay is how far behind the live edge players are told to play.
 func (c *Channel) PresentationDelay() time.Duration { return c.delay }
@@ -247,6 +267,11 @@ func (c *Channel) AppendChunk(trackID string, n uint64, ch *media.Chunk, end boo
 	if ch == nil || len(ch.Data) == 0 {
 		return fmt.Errorf("channel %q track %q segment %d: empty chunk: %w", c.name, trackID, n, media.ErrInvalidMedia)
 	}
+	if c.archive != nil && c.od == nil && c.archive.refusing() {
+		// Media that cannot be archived is refused rather than taken and lost: the
+		// encoder hears of it (507) and can go to another origin.
+		return fmt.Errorf("channel %q: %w: free space in %s", c.name, ErrDiskFull, c.archive.dir)
+	}
 	c.mu.Lock()
 	if c.ended {
 		c.mu.Unlock()
@@ -275,6 +300,12 @@ func (c *Channel) AppendChunk(trackID string, n uint64, ch *media.Chunk, end boo
 	case ch.Start < e.seg.End():
 		// A duplicate: announce the stored chunk at its position if nobody has heard of it.
 		i := sort.Search(len(e.seg.Chunks), func(i int) bool { return e.seg.Chunks[i].Start >= ch.Start })
+		if (i == len(e.seg.Chunks) || e.seg.Chunks[i].Start != ch.Start) && e.complete && ch.Start >= e.seg.Start {
+			// Inside a complete segment chunked otherwise (restored from the archive
+			// as one chunk, or a redundant encoder's): already stored, dropped.
+			c.mu.Unlock()
+			return nil
+		}
 		if i == len(e.seg.Chunks) || e.seg.Chunks[i].Start != ch.Start {
 			c.mu.Unlock()
 			return fmt.Errorf("channel %q track %q segment %d: chunk at %d overlaps the stored ones: %w", c.name, trackID, n, ch.Start, media.ErrInvalidMedia)
@@ -409,11 +440,18 @@ func (c *Channel) deliverAll(events []Event) {
 }
 
 func (c *Channel) archiveAll(trackID string, done []*entry) {
-	if c.archive == nil {
+	if c.archive == nil || len(done) == 0 {
 		return
 	}
+	lt, err := c.track(trackID)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	ts := lt.track.Timescale
+	c.mu.Unlock()
 	for _, e := range done {
-		c.archive.offer(trackID, &e.seg)
+		c.archive.offer(trackID, ts, &e.seg)
 	}
 }
 

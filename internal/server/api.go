@@ -13,9 +13,13 @@ import (
 
 // streamJSON is one entry of GET /api/streams.
 type streamJSON struct {
-	Name              string        `json:"name"`
-	Live              bool          `json:"live"`
-	State             string        `json:"state,omitempty"` // live channels: waiting (for an encoder or a first segment), live, ended
+	Name  string `json:"name"`
+	Live  bool   `json:"live"`
+	State string `json:"state,omitempty"` // live channels: waiting (for an encoder or a first segment), live, ended
+	// ArchiveError is the channel archive's newest failure; ArchiveFull says new
+	// media is refused until its disk has room.
+	ArchiveError      string        `json:"archive_error,omitempty"`
+	ArchiveFull       bool          `json:"archive_full,omitempty"`
 	SegmentDurationMS int64         `json:"segment_duration_ms"`
 	DurationMS        int64         `json:"duration_ms,omitempty"`
 	DVRWindowMS       int64         `json:"dvr_window_ms,omitempty"`
@@ -89,6 +93,9 @@ func (s *Server) handleStreams(w http.ResponseWriter, r *http.Request) {
 			Tracks:            tracksJSON(info.Tracks),
 			State:             channelState(c, s.clock()),
 		})
+		if st, ok := c.Archive(); ok && st.LastErr != nil {
+			list[len(list)-1].ArchiveError, list[len(list)-1].ArchiveFull = st.LastErr.Error(), st.Full
+		}
 		s.advertise(&list[len(list)-1], c)
 	}
 	for _, a := range s.hub.Assets() {

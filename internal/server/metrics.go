@@ -60,9 +60,8 @@ func newMetrics(h *hub.Hub) *metrics {
 	for _, k := range kinds {
 		m.perKind[k] = &kindMetrics{bytes: m.bytesOut.WithLabelValues(k)}
 	}
-	m.reg.MustRegister(m.requests, m.bytesOut, m.conns, m,
+	m.reg.MustRegister(m.requests, m.bytesOut, m.conns, m, archiveCollector{h},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	_ = h
 	return m
 }
 

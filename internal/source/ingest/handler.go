@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/streambed/streambed/internal/hub"
 	"github.com/streambed/streambed/internal/media"
 )
 
@@ -130,6 +131,8 @@ func statusOf(err error) int {
 	switch {
 	case errors.Is(err, ErrTooLarge):
 		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, hub.ErrDiskFull):
+		return http.StatusInsufficientStorage
 	case errors.Is(err, ErrNoHeader):
 		return http.StatusPreconditionFailed
 	case errors.Is(err, errUnsupportedType):

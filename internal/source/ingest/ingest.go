@@ -114,6 +114,8 @@ func (in *Ingest) AddChannel(ctx context.Context, h *hub.Hub, o ChannelOptions) 
 		PresentationDelay: o.PresentationDelay,
 		MinBufferTime:     o.MinBufferTime,
 		ArchiveDir:        o.ArchiveDir,
+		ArchiveGroup:      o.ArchiveSegmentLength,
+		ArchiveLength:     o.ArchiveLength,
 		Clock:             o.Clock,
 	})
 	if err != nil {
