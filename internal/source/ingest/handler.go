@@ -63,7 +63,7 @@ func (in *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	body := &bodyReader{r: r.Body, rc: http.NewResponseController(w), idle: in.cfg.IdleTimeout}
-	ts, s, err := ch.claim(r.Context(), id, kind, body.stop)
+	ts, s, err := ch.claim(id, kind, body.stop)
 	if err != nil {
 		in.fail(w, err)
 		return
@@ -72,7 +72,10 @@ func (in *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	stopOnRequest := context.AfterFunc(r.Context(), func() { s.stop(errRequestEnded) })
 	log := in.log.With("channel", ch.name, "track", id, "remote", r.RemoteAddr)
 	log.Info("encoder connected")
-	err = ch.receive(ts, NewParser(body, in.cfg.Limits, ts.header), log)
+	ts.feed.Lock()
+	header := ts.header // a request may send media only, after the header of an earlier one
+	ts.feed.Unlock()
+	err = ch.receive(ts, NewParser(body, in.cfg.Limits, header), log)
 	stopOnChannel()
 	stopOnRequest()
 	ch.release(ts, s)
@@ -137,8 +140,6 @@ func statusOf(err error) int {
 		return http.StatusPreconditionFailed
 	case errors.Is(err, errUnsupportedType):
 		return http.StatusUnsupportedMediaType
-	case errors.Is(err, errTakenOver):
-		return http.StatusConflict
 	case errors.Is(err, errChannelStopped), errors.Is(err, errRequestEnded):
 		return http.StatusServiceUnavailable
 	case errors.Is(err, media.ErrInvalidMedia), errors.Is(err, media.ErrBadRequest):

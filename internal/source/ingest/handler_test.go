@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -254,7 +255,10 @@ func TestIngestTruncatedBody(t *testing.T) {
 // TestIngestLastSegmentAndTakeover: lmsg ends a track cleanly; a second request for
 // a track that is being fed takes it over (the first answers 409), and duplicates it
 // resends are dropped.
-func TestIngestLastSegmentAndTakeover(t *testing.T) {
+// An encoder that reconnects while its old connection still looks open simply
+// continues: the two requests merge, what is sent again is dropped, and the old one
+// ends normally when its body does.
+func TestIngestReconnectWhileTheOldRequestIsOpen(t *testing.T) {
 	o := newOrigin(t, Config{})
 	pr, pw := io.Pipe()
 	first := make(chan int, 1)
@@ -272,16 +276,75 @@ func TestIngestLastSegmentAndTakeover(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("the reconnected encoder: %d %s", status, msg)
 	}
-	if s := <-first; s != http.StatusConflict {
-		t.Errorf("the first request answered %d, want 409", s)
+	st, _ := o.in.Status("ch")
+	if len(st) != 1 || !st[0].Connected {
+		t.Errorf("status %+v: the first request still feeds the track", st)
 	}
 	pw.Close()
-	st, _ := o.in.Status("ch")
-	if len(st) != 1 || !st[0].Ended || st[0].Dropped != 1 || st[0].Chunks != 4 {
-		t.Errorf("status %+v: want ended, 1 duplicate dropped, 4 chunks", st)
+	if s := <-first; s != http.StatusOK {
+		t.Errorf("the first request answered %d, want 200", s)
+	}
+	st, _ = o.in.Status("ch")
+	if len(st) != 1 || !st[0].Ended || st[0].Dropped != 1 || st[0].Chunks != 4 || st[0].Connected {
+		t.Errorf("status %+v: want ended, 1 duplicate dropped, 4 chunks, none connected", st)
 	}
 	if _, complete, err := o.ch.Partial("video", 3); err != nil || !complete {
 		t.Errorf("the last segment: complete %v, %v", complete, err)
+	}
+}
+
+// Two redundant encoders post the same track with the same timing at once: every
+// chunk is stored once (the first arrival wins) and the segments are those one
+// encoder alone makes.
+func TestIngestRedundantEncodersMerge(t *testing.T) {
+	alone := newOrigin(t, Config{})
+	if s, msg := alone.post(t, Path("ch", "video", "cmfv"), bytes.NewReader(videoBody(t, 4))); s != 200 {
+		t.Fatalf("one encoder: %d %s", s, msg)
+	}
+	o := newOrigin(t, Config{})
+	var wg sync.WaitGroup
+	var pws [2]*io.PipeWriter
+	for i := range pws {
+		pr, pw := io.Pipe()
+		pws[i] = pw
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if s, msg := o.post(t, Path("ch", "video", "cmfv"), pr); s != 200 {
+				t.Errorf("a redundant encoder: %d %s", s, msg)
+			}
+		}()
+	}
+	// The two encoders run in step, as live encoders do: each segment goes to both,
+	// now one first, now the other, before the next one is encoded.
+	write := func(i int, b []byte) {
+		if _, err := pws[i].Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hdr := videoHeader(t, 0)
+	write(0, hdr)
+	write(1, hdr)
+	for k := 0; k < 4; k++ {
+		seg := videoChunk(t, k*50, 50, true)
+		write(k%2, seg)
+		write(1-k%2, seg)
+		waitFor(t, "segment stored", func() bool { _, _, err := o.ch.Partial("video", uint64(k)); return err == nil })
+	}
+	pws[0].Close()
+	pws[1].Close()
+	wg.Wait()
+	st, _ := o.in.Status("ch")
+	one, _ := alone.in.Status("ch")
+	if len(st) != 1 || st[0].Chunks != one[0].Chunks || st[0].Dropped != one[0].Chunks+one[0].Dropped {
+		t.Errorf("two encoders: %+v; one encoder: %+v (want the same chunks stored, the other copy dropped)", st, one)
+	}
+	for n := uint64(0); n < 4; n++ {
+		a, _, err1 := alone.ch.Partial("video", n)
+		b, _, err2 := o.ch.Partial("video", n)
+		if err1 != nil || err2 != nil || !bytes.Equal(a.Bytes(), b.Bytes()) {
+			t.Errorf("segment %d differs from one encoder's: %v %v", n, err1, err2)
+		}
 	}
 }
 

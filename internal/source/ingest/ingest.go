@@ -172,7 +172,7 @@ func (in *Ingest) channel(name string) (*channel, error) {
 // TrackStatus is what an ingest channel knows of one of its tracks.
 type TrackStatus struct {
 	ID        string        `json:"id"`
-	Connected bool          `json:"connected"`           // a request is feeding it now
+	Connected bool          `json:"connected"`           // a request (or several: redundant encoders) is feeding it now
 	Ended     bool          `json:"ended"`               // its encoder sent lmsg
 	Chunks    int64         `json:"chunks"`              // stored
 	Dropped   int64         `json:"dropped"`             // duplicates and video before a keyframe
@@ -192,7 +192,7 @@ func (in *Ingest) Status(name string) ([]TrackStatus, error) {
 		ch.mu.Lock()
 		if ts, ok := ch.tracks[t.ID]; ok {
 			st := ts.stats
-			st.ID, st.Connected = t.ID, ts.active != nil
+			st.ID, st.Connected = t.ID, ts.sessions > 0
 			out = append(out, st)
 		}
 		ch.mu.Unlock()

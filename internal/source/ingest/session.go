@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,15 +13,21 @@ import (
 )
 
 var (
-	errTakenOver      = errors.New("a newer request for the same track took over")
 	errChannelStopped = errors.New("the channel was stopped")
 	errRequestEnded   = errors.New("the request ended (client gone or server shutting down)")
 )
 
-// trackState is what an ingest channel keeps of one track across requests. Only the
-// request feeding the track (active) changes it, apart from stats under the
-// channel's lock.
+// trackState is what an ingest channel keeps of one track across requests. The
+// requests feeding it change it one at a time, under feed (stats under the
+// channel's lock).
 type trackState struct {
+	// feed serialises the track's requests: redundant encoders posting the same
+	// track at once merge into one timeline (the first arrival of each chunk wins),
+	// and an encoder that reconnects before its old connection is seen to die
+	// simply continues.
+	feed     sync.Mutex
+	sessions int // requests feeding it now (under the channel's lock)
+
 	id        string
 	kind      media.Kind
 	header    *Header      // the newest CMAF header: a later request may send media only
@@ -30,7 +35,6 @@ type trackState struct {
 	estimated bool         // its bandwidth is measured, the encoder wrote no btrt
 	cut       cutter
 	seg       struct{ bytes, ticks uint64 } // the open segment so far, for the estimate
-	active    *session
 	stats     TrackStatus
 }
 
@@ -58,74 +62,72 @@ func (s *session) reason() error {
 	return s.why
 }
 
-// claim makes the request the one feeding track id. One request feeds a track at a
-// time; a newer one takes over (an encoder that reconnected before its old
-// connection was seen to die) and waits for the old one to let go.
-func (ch *channel) claim(ctx context.Context, id string, kind media.Kind, stopReads func()) (*trackState, *session, error) {
-	for {
-		ch.mu.Lock()
-		ts := ch.tracks[id]
-		if ts == nil {
-			ts = &trackState{id: id, kind: kind, cut: cutter{tl: ch.tl}}
-			ch.tracks[id] = ts
-		}
-		if ts.kind != kind {
-			ch.mu.Unlock()
-			return nil, nil, fmt.Errorf("track %q of channel %q is %s, not %s: %w", id, ch.name, ts.kind, kind, media.ErrBadRequest)
-		}
-		old := ts.active
-		if old == nil {
-			s := &session{done: make(chan struct{}), stopReads: stopReads}
-			ts.active = s
-			ts.stats.Ended = false
-			ch.mu.Unlock()
-			return ts, s, nil
-		}
-		ch.mu.Unlock()
-		old.stop(errTakenOver)
-		select {
-		case <-old.done:
-		case <-ctx.Done():
-			return nil, nil, errRequestEnded
-		}
+// claim adds the request to those feeding track id.
+func (ch *channel) claim(id string, kind media.Kind, stopReads func()) (*trackState, *session, error) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	ts := ch.tracks[id]
+	if ts == nil {
+		ts = &trackState{id: id, kind: kind, cut: cutter{tl: ch.tl}}
+		ch.tracks[id] = ts
 	}
+	if ts.kind != kind {
+		return nil, nil, fmt.Errorf("track %q of channel %q is %s, not %s: %w", id, ch.name, ts.kind, kind, media.ErrBadRequest)
+	}
+	ts.sessions++
+	ts.stats.Ended = false
+	return ts, &session{done: make(chan struct{}), stopReads: stopReads}, nil
 }
 
-// release lets go of the track.
+// release takes the request off the track.
 func (ch *channel) release(ts *trackState, s *session) {
 	ch.mu.Lock()
-	if ts.active == s {
-		ts.active = nil
-	}
+	ts.sessions--
 	ch.mu.Unlock()
 	close(s.done)
+}
+
+// others says whether requests other than the caller's feed ts.
+func (ch *channel) others(ts *trackState) bool {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	return ts.sessions > 1
 }
 
 // receive stores what p reads until the body ends. Whatever ends it, the chunks that
 // arrived whole stay and the open segment ends.
 func (ch *channel) receive(ts *trackState, p *Parser, log *slog.Logger) error {
-	defer ch.endOpen(ts)
+	defer func() {
+		ts.feed.Lock()
+		if !ch.others(ts) { // another encoder may still be sending the open segment
+			ch.endOpen(ts)
+		}
+		ts.feed.Unlock()
+	}()
 	for {
 		hdr, c, err := p.Next()
-		switch {
-		case err == io.EOF:
-			if p.LastSeen() {
+		if err != nil {
+			if err == io.EOF && p.LastSeen() {
 				ch.mu.Lock()
 				ts.stats.Ended = true
 				ch.mu.Unlock()
 				log.Info("the encoder ended the track (lmsg)")
+				return nil
 			}
-			return nil
-		case err != nil:
+			if err == io.EOF {
+				return nil
+			}
 			return err
-		case hdr != nil:
-			if err := ch.setHeader(ts, hdr); err != nil {
-				return err
-			}
-		default:
-			if err := ch.store(ts, c); err != nil {
-				return err
-			}
+		}
+		ts.feed.Lock()
+		if hdr != nil {
+			err = ch.setHeader(ts, hdr)
+		} else {
+			err = ch.store(ts, c)
+		}
+		ts.feed.Unlock()
+		if err != nil {
+			return err
 		}
 	}
 }
