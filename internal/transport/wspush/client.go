@@ -206,18 +206,36 @@ type Assembler struct {
 func NewAssembler(r *Ready) *Assembler { return &Assembler{ready: r, parts: map[uint8]*Segment{}} }
 
 // Add takes one media frame. It returns the segment the frame completes, if any, or
-// for an init frame, the init (as a Segment with Chunks 0).
+// for an init frame, the init (as a Segment with Chunks 0). A segment that a start
+// completes (see AddAll) is dropped: use AddAll where segments may end that way.
 func (a *Assembler) Add(f *Frame, at time.Time) (*Segment, error) {
+	done, err := a.AddAll(f, at)
+	if err != nil || len(done) == 0 {
+		return nil, err
+	}
+	return done[len(done)-1], nil
+}
+
+// AddAll takes one media frame and returns the segments it completes: the one its
+// end flag completes, and before it the track's previous segment when the frame
+// starts a new one (a source that learns a segment's end only when the next begins,
+// an encoder's, sends no end flag: the next start completes it, as the wire format
+// says). For an init frame it returns the init (as a Segment with Chunks 0).
+func (a *Assembler) AddAll(f *Frame, at time.Time) ([]*Segment, error) {
 	if int(f.Track) >= len(a.ready.Tracks) {
 		return nil, fmt.Errorf("%w: track index %d", ErrFrame, f.Track)
 	}
 	over := int64(HeaderLen(f.Sequence) + WSFrameHeaderLen(HeaderLen(f.Sequence)+len(f.Payload)))
 	tr := a.ready.Tracks[f.Track]
 	if f.Kind == KindInit {
-		return &Segment{Track: tr, Number: a.ready.Base + f.Sequence, Data: f.Payload, Overhead: over, First: at, Last: at}, nil
+		return []*Segment{{Track: tr, Number: a.ready.Base + f.Sequence, Data: f.Payload, Overhead: over, First: at, Last: at}}, nil
 	}
+	var done []*Segment
 	p := a.parts[f.Track]
 	if f.Start {
+		if p != nil && p.Chunks > 0 {
+			done = append(done, p) // completed by this start
+		}
 		p = &Segment{Track: tr, Number: a.ready.Base + f.Sequence, First: at}
 		a.parts[f.Track] = p
 	} else if p == nil || uint64(p.Chunks) != f.Sequence {
@@ -228,9 +246,9 @@ func (a *Assembler) Add(f *Frame, at time.Time) (*Segment, error) {
 	p.Chunks++
 	p.Overhead += over
 	p.Last = at
-	if !f.End {
-		return nil, nil
+	if f.End {
+		delete(a.parts, f.Track)
+		done = append(done, p)
 	}
-	delete(a.parts, f.Track)
-	return p, nil
+	return done, nil
 }

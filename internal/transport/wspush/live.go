@@ -243,7 +243,7 @@ func (s *session) followChannel(ctx context.Context, c *hub.Channel, n uint64) e
 	sub := c.Subscribe(s.opts.SubscriptionCapacity, ids...)
 	defer sub.Stop()
 	now := c.Now()
-	f := &follower{s: s, seg: n, next: map[string]int{}}
+	f := &follower{s: s, seg: n, otherSeg: n, next: map[string]int{}}
 	if err := f.begin(n, now); err != nil {
 		return err
 	}
@@ -251,14 +251,27 @@ func (s *session) followChannel(ctx context.Context, c *hub.Channel, n uint64) e
 		// Catch up to the live edge within n: the chunks of the segment in progress
 		// stored so far. Later ones come from the subscription (taken out first, so
 		// none falls between); the follower drops what it has sent already.
+		// A track may be ahead of the others (an encoder posts each on its own
+		// request): it sends what it has stored from n on, segment by segment.
 		for _, t := range s.tracksNow() {
-			seg, complete, err := c.Partial(t.ID, n)
-			if err != nil {
-				continue // nothing of it stored yet: all of it comes by the subscription
-			}
-			for i, ch := range seg.Chunks {
-				s.pushChunk(t, n, i, complete && i == len(seg.Chunks)-1, ch)
-				f.next[t.ID] = i + 1
+			for m := n; ; m++ {
+				seg, complete, err := c.Partial(t.ID, m)
+				if err != nil {
+					break // nothing of it stored yet: all of it comes by the subscription
+				}
+				f.next[t.ID] = 0
+				for i, ch := range seg.Chunks {
+					s.pushChunk(t, m, i, complete && i == len(seg.Chunks)-1, ch)
+					f.next[t.ID] = i + 1
+				}
+				if s.other != nil && t.ID == s.other.ID {
+					f.otherSeg = m
+				} else {
+					f.seg = m
+				}
+				if !complete {
+					break
+				}
 			}
 		}
 	}
@@ -283,12 +296,18 @@ func (s *session) followChannel(ctx context.Context, c *hub.Channel, n uint64) e
 	}
 }
 
-// follower is the state of a live session between hub events.
+// follower is the state of a live session between hub events. The video ladder and
+// the other track (audio) keep their own segment: an encoder posts each track on
+// its own request, so audio's segment n+1 may begin before video's segment n has
+// ended (a looped channel appends every track in step, an ingested one does not).
 type follower struct {
 	s    *session
-	seg  uint64         // the segment being sent
+	seg  uint64         // the video segment being sent
 	hold bool           // the policy holds seg
-	next map[string]int // next chunk index expected per track in seg
+	next map[string]int // next chunk index expected per track in its segment
+
+	otherSeg  uint64 // the other track's segment being sent
+	otherWait bool   // the other track lost chunks of otherSeg: wait for its next segment
 }
 
 func (f *follower) begin(n uint64, now time.Time) error {
@@ -310,6 +329,9 @@ func (f *follower) begin(n uint64, now time.Time) error {
 
 func (f *follower) event(ev hub.Event, now time.Time) error {
 	s := f.s
+	if s.other != nil && ev.Track == s.other.ID {
+		return f.otherEvent(ev, now)
+	}
 	if ev.Number < f.seg {
 		return nil
 	}
@@ -355,6 +377,40 @@ func (f *follower) event(ev hub.Event, now time.Time) error {
 	if _, queued := s.q.level(); queued > s.queueLimit() {
 		s.beginSkip(fmt.Sprintf("output queue over %v", s.queueLimit()), true)
 	}
+	return nil
+}
+
+// otherEvent sends the other track's chunks in its own segment order. While the
+// video skips or is held, they are dropped too; the other track then resumes at its
+// next segment, since a segment cannot start without its first chunk.
+func (f *follower) otherEvent(ev hub.Event, now time.Time) error {
+	s := f.s
+	if ev.Number < f.otherSeg {
+		return nil
+	}
+	if ev.Number > f.otherSeg {
+		f.otherSeg, f.otherWait = ev.Number, false
+		f.next[ev.Track] = 0
+	}
+	if ev.Chunk == nil {
+		return nil
+	}
+	if f.hold || s.skipping || f.otherWait {
+		f.otherWait = true
+		return nil
+	}
+	want := f.next[ev.Track]
+	switch {
+	case ev.Index < want:
+		return nil // sent already (catch-up)
+	case ev.Index > want:
+		s.lost++
+		f.otherWait = true
+		return nil
+	}
+	s.observe(now, false)
+	s.pushChunk(s.other, ev.Number, ev.Index, ev.Last, ev.Chunk)
+	f.next[ev.Track] = want + 1
 	return nil
 }
 

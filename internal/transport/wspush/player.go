@@ -494,11 +494,13 @@ func (t *PlayerTransport) receive(c *Client) {
 			continue
 		}
 		t.pushed.Add(int64(len(m.Frame.Payload)))
-		seg, err := asm.Add(m.Frame, m.At)
-		if err != nil || seg == nil {
+		segs, err := asm.AddAll(m.Frame, m.At)
+		if err != nil {
 			continue
 		}
-		t.arrived(c, seg, m.Frame.Kind == KindInit)
+		for _, seg := range segs {
+			t.arrived(c, seg, m.Frame.Kind == KindInit)
+		}
 	}
 }
 

@@ -156,6 +156,40 @@ func TestAssemblerDropsTornSegments(t *testing.T) {
 	}
 }
 
+// A source that learns a segment's end only when the next begins (an encoder's
+// ingest) sends no end flag: the next segment's start completes it.
+func TestAssemblerStartCompletesThePreviousSegment(t *testing.T) {
+	r := &Ready{Base: 10, Tracks: []TrackInfo{{Index: 0, ID: "v"}, {Index: 1, ID: "a"}}}
+	a := NewAssembler(r)
+	add := func(track uint8, start, end bool, seq uint64, p string) []*Segment {
+		t.Helper()
+		f, err := ParseFrame(append(AppendHeader(nil, KindChunk, start, end, track, seq), p...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done, err := a.AddAll(&f, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return done
+	}
+	if d := add(0, true, false, 0, "a"); len(d) != 0 {
+		t.Fatalf("an open segment was delivered: %+v", d)
+	}
+	add(0, false, false, 1, "b")
+	if d := add(1, true, false, 0, "x"); len(d) != 0 {
+		t.Fatal("another track's start completed a video segment")
+	}
+	d := add(0, true, false, 1, "c")
+	if len(d) != 1 || string(d[0].Data) != "ab" || d[0].Number != 10 || d[0].Chunks != 2 {
+		t.Fatalf("the next start did not complete segment 10: %+v", d)
+	}
+	d = add(0, true, true, 2, "e") // completes 11, and is a whole segment itself
+	if len(d) != 2 || string(d[0].Data) != "c" || d[0].Number != 11 || string(d[1].Data) != "e" || d[1].Number != 12 {
+		t.Fatalf("start+end after an open segment: %+v", d)
+	}
+}
+
 func FuzzParseStart(f *testing.F) {
 	for _, s := range []string{`{"type":"start"}`, `{"type":"start","at":3.5,"codecs":["avc1"],"tracks":["v1"],"policy":"tcp","maxBitrate":1}`,
 		`{"type":"start","at":"live"}`, `{"type":"start","at":-1e308}`, `{"type":"start","stats":true}`, `{}`, `null`} {
