@@ -156,8 +156,9 @@ export function checkPush(w, { first, last, samples }, { live, segmentMs, maxLat
  * playback in the record. With player 'wspush' it also checks that the media came by
  * push (checkPush).
  */
-export async function checkPlayback(browser, baseURL, { name, live, player, segmentMs, seconds = 10, minPlayedS = 0, maxLatencyS = null, longStallMs = Math.max(4000, 2 * segmentMs), label = '' }) {
-  const url = `${baseURL}/?stream=${encodeURIComponent(name)}&live=${live ? 1 : 0}&player=${player}`;
+export async function checkPlayback(browser, baseURL, { name, live, player, segmentMs, seconds = 10, minPlayedS = 0, maxLatencyS = null, longStallMs = Math.max(4000, 2 * segmentMs), label = '', query = '' }) {
+  // query: more page parameters, e.g. 'mpd=timeline' (dash.js plays the SegmentTimeline MPD).
+  const url = `${baseURL}/?stream=${encodeURIComponent(name)}&live=${live ? 1 : 0}&player=${player}${query ? `&${query}` : ''}`;
   const { page, log } = await browser.newPage();
   const wire = player === 'wspush' ? watchPush(page) : null;
   const entry = { label, url, player, live, stream: name, seconds, minPlayedS, maxLatencyS };

@@ -38,6 +38,8 @@ export async function startStreambed({
   bin = streambedBin(),
   assets = process.env.STREAMBED_TEST_ASSETS,
   channels = [],
+  // More `serve` flags, e.g. ['--ingest', 'studio,token=T'] for a publishing point.
+  args: extraArgs = [],
   // The server may package the demo asset on its first start when no assets are given.
   readyTimeoutMs = Number(process.env.STREAMBED_TEST_READY_TIMEOUT_MS) || 180_000,
 } = {}) {
@@ -48,6 +50,7 @@ export async function startStreambed({
   const args = ['serve', '--http', `127.0.0.1:${port}`, '--https', ''];
   if (assets) args.push('--assets', resolve(process.cwd(), assets));
   for (const c of channels) args.push('--channel', c);
+  args.push(...extraArgs);
   const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const keep = (b) => {

@@ -78,18 +78,30 @@ func FFmpegArgs(o FFmpegOptions) []string {
 		b := strconv.Itoa(r.Bitrate)
 		args = append(args, "-map", fmt.Sprintf("[v%d]", i), "-c:v", "libx264", "-preset", preset, "-tune", "zerolatency",
 			"-profile:v", "high", "-pix_fmt", "yuv420p", "-b:v", b, "-maxrate", b, "-bufsize", strconv.Itoa(2*r.Bitrate),
-			"-g", strconv.Itoa(l.GOP), "-keyint_min", strconv.Itoa(l.GOP), "-sc_threshold", "0", "-bf", "0")
+			"-g", strconv.Itoa(l.GOP), "-keyint_min", strconv.Itoa(l.GOP), "-sc_threshold", "0", "-bf", "0",
+			// CMAF chunks of about 200 ms within each GOP-long segment (frag_keyframe
+			// still starts one at every keyframe): the origin serves and pushes each
+			// as it arrives, instead of a whole segment a segment late.
+			"-frag_duration", strconv.FormatInt(mediaChunk.Microseconds(), 10))
 		args = append(args, cmaf...)
 		args = append(args, TrackURL(o.Base, r.ID()+".cmfv"))
 	}
 	for _, a := range l.Audio {
+		// Audio in chunks of about 200 ms (ten AAC frames): a segment of whole AAC
+		// frames cannot end exactly where the video's does (2 s is 93.75 frames at
+		// 48 kHz), and FFmpeg's 2 s fragments (94 frames) drift 5 ms a segment
+		// against the video until a segment number is skipped. With small chunks the
+		// origin starts each audio segment at the chunk at the video's boundary.
 		args = append(args, "-map", audioIn, "-c:a", "aac", "-b:a", strconv.Itoa(a), "-ac", "2", "-ar", "48000",
-			"-frag_duration", strconv.FormatInt(seg.Microseconds(), 10))
+			"-frag_duration", strconv.FormatInt(mediaChunk.Microseconds(), 10))
 		args = append(args, cmaf...)
 		args = append(args, TrackURL(o.Base, AudioID(a)+".cmfa"))
 	}
 	return args
 }
+
+// mediaChunk is the duration of FFmpeg's fragments, the CMAF chunks (see FFmpegArgs).
+const mediaChunk = 200 * time.Millisecond
 
 // Progress is what FFmpeg reports every half second.
 type Progress struct {

@@ -89,7 +89,8 @@ type channel struct {
 	stop  context.CancelFunc
 
 	mu       sync.Mutex
-	anchored bool
+	anchored bool            // the availability start is set (from the first chunk, or the archive)
+	settled  map[string]bool // tracks whose first segment completion placed the start (settle)
 	tracks   map[string]*trackState
 }
 
@@ -123,7 +124,15 @@ func (in *Ingest) AddChannel(ctx context.Context, h *hub.Hub, o ChannelOptions) 
 	}
 	life, stop := context.WithCancel(context.Background())
 	ch := &channel{name: o.Name, token: o.Token, hc: hc, tl: newTimeline(o.SegmentDuration), now: o.Clock,
-		life: life, stop: stop, tracks: map[string]*trackState{}}
+		life: life, stop: stop, tracks: map[string]*trackState{}, settled: map[string]bool{}}
+	if len(hc.Info().Tracks) > 0 {
+		// Restored from the archive with its timeline: an encoder that comes back
+		// continues it, and the start stays where the archive put it.
+		ch.anchored = true
+		for _, t := range hc.Info().Tracks {
+			ch.settled[t.ID] = true
+		}
+	}
 	in.mu.Lock()
 	if _, taken := in.channels[o.Name]; taken {
 		in.mu.Unlock()

@@ -129,3 +129,52 @@ func TestSegmentRules(t *testing.T) {
 		}
 	})
 }
+
+// Hours of an encoder's audio beside its video: 2 s video segments (epoch-aligned
+// keyframes) and audio in chunks of ten AAC frames (FFmpegArgs), which cannot end
+// where the video does (2 s is 93.75 frames). Audio segment numbers stay those of
+// the video, with none skipped, and each audio segment starts within a chunk of its
+// video segment. (With FFmpeg's former 2 s audio fragments, 94 frames each, the audio
+// drifted 5 ms a segment and skipped a number within seconds when it started just
+// before a boundary.)
+func TestAudioNumbersFollowVideoForHours(t *testing.T) {
+	video := &media.Track{ID: "v", Kind: media.Video, Timescale: videoTimescale}
+	audio := &media.Track{ID: "a", Kind: media.Audio, Timescale: audioTimescale}
+	tl := newTimeline(2 * time.Second)
+	vc := &cutter{tl: tl, track: video}
+	ac := &cutter{tl: tl, track: audio}
+	const epoch = 1_795_496_412 // seconds: media time is time since the Unix epoch
+	const segments = 3 * 3600 / 2
+	// The audio starts one AAC frame early (the encoder's priming), as FFmpeg's does.
+	af := int64(epoch)*audioTimescale/aacFrame - 1
+	var lastA uint64
+	started := false
+	for k := 0; k < segments; k++ {
+		vs := uint64(epoch+2*k) * videoTimescale
+		n, how := vc.place(fakeChunk(vs, 50, frameTicks, true, false))
+		if how != startSegment || n != uint64(epoch/2+k) {
+			t.Fatalf("video segment %d: %d %v", k, n, how)
+		}
+		vc.stored(fakeChunk(vs, 50, frameTicks, true, false))
+		// The audio chunks that start before the next video boundary.
+		for next := int64(epoch+2*k+2) * audioTimescale; af*aacFrame < next; af += 10 {
+			c := fakeChunk(uint64(af*aacFrame), 10, aacFrame, true, false)
+			an, how := ac.place(c)
+			ac.stored(c)
+			if how != startSegment {
+				continue
+			}
+			if started && an != lastA+1 {
+				t.Fatalf("after %v of media: audio segment %d follows %d", time.Duration(k)*2*time.Second, an, lastA)
+			}
+			gap := time.Duration(af*aacFrame-int64(tl.boundaryLocked(an)/time.Second)*audioTimescale) * time.Second / audioTimescale
+			if started && (gap < 0 || gap >= 220*time.Millisecond) {
+				t.Fatalf("audio segment %d starts %v after its video boundary", an, gap)
+			}
+			started, lastA = true, an
+		}
+	}
+	if lastA != uint64(epoch/2+segments-1) {
+		t.Errorf("the last audio segment is %d, the last video one %d", lastA, epoch/2+segments-1)
+	}
+}

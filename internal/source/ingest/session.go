@@ -183,12 +183,16 @@ func (ch *channel) store(ts *trackState, c *Chunk) error {
 		return fmt.Errorf("media time went back from %v to %v: an encoder that restarts its clock needs the channel restarted (or timestamps that continue, such as wall-clock time): %w",
 			ts.track.Duration(ts.cut.end), ts.track.Duration(f.BaseMediaDecodeTime), media.ErrInvalidMedia)
 	}
+	hadSegment, prevEnd := ts.cut.started && ts.cut.open, ts.cut.end
 	n, how := ts.cut.place(c)
 	if how == dropChunk {
 		ch.count(ts, c, false)
 		return nil
 	}
 	ch.anchor(ts.track, f)
+	if how == startSegment && hadSegment {
+		ch.settle(ts.track, prevEnd) // this chunk completes the track's previous segment
+	}
 	if how == startSegment {
 		ch.measure(ts)
 		ts.seg.bytes, ts.seg.ticks = 0, 0
@@ -247,6 +251,29 @@ func (ch *channel) anchor(t *media.Track, f *cmaf.Fragment) {
 	}
 	ch.hc.SetAvailabilityStart(at)
 	ch.anchored = true
+}
+
+// settle moves the availability start later, when needed, so that a segment is
+// announced no earlier than it completes. An encoder's segment completes only when
+// its next one begins (or its styp says so): an encoder that sends one chunk per
+// segment (FFmpeg's frag_keyframe) completes segment n about a segment after n's
+// media has ended, and a $Number$ manifest, which announces segment n at the
+// availability start plus its end time, must say so. Each track's first completed
+// segment may move it; after that the start stays put, as players expect.
+func (ch *channel) settle(t *media.Track, end uint64) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if ch.settled[t.ID] {
+		return
+	}
+	ch.settled[t.ID] = true
+	at := ch.now().Add(-t.Duration(end))
+	if r := at.Truncate(time.Millisecond); !r.Equal(at) {
+		at = r.Add(time.Millisecond)
+	}
+	if at.After(ch.hc.Timeline().AvailabilityStart) {
+		ch.hc.SetAvailabilityStart(at)
+	}
 }
 
 // measure raises a track's bandwidth without btrt to the rate of its open segment
