@@ -26,10 +26,11 @@ BENCH_CAPACITY_DEPS := nginx:nginx taskset:util-linux curl:curl python3:python3
 LAB_PEER_DEPS := aria2c:aria2 h2o:h2o iperf3:iperf3 nghttp:nghttp2-client
 # The A/B of two binaries (bench/ab-origin.sh) and the suite under a busy core.
 BENCH_AB_DEPS := wrk:wrk curl:curl jq:jq taskset:util-linux python3:python3
+BENCH_INGEST_DEPS := curl:curl jq:jq taskset:util-linux bc:bc ffmpeg:ffmpeg
 STRESS_DEPS   := stress-ng:stress-ng
 
 .PHONY: run test build deps test-deps demo test-assets go-test lint bench bench-origin bench-ws-capacity \
-        bench-ws-capacity-nginx bench-ab stress-suite lab-peers lab-smoke clean help
+        bench-ws-capacity-nginx bench-ab bench-ingest stress-suite lab-peers lab-smoke clean help
 .DEFAULT_GOAL := help
 
 help:
@@ -39,6 +40,7 @@ help:
 	@echo "make bench-origin   wrk against streambed and nginx serving the same files"
 	@echo "make bench-ws-capacity[-nginx]   WebSocket push capacity (root; JSON into docs/results)"
 	@echo "make bench-ab A=OLD_BIN B=NEW_BIN   the same origin workloads against two binaries (before/after)"
+	@echo "make bench-ingest   ingest latency (p50/p99) and channels per machine (INGEST_CHANNELS=\"1 5 10 20\")"
 	@echo "make stress-suite   make test 5 times in a fresh clone with one core kept busy"
 	@echo "make lab-peers   install the outside programs the lab studies compare with"
 
@@ -116,6 +118,13 @@ bench-ws-capacity-nginx: build
 bench-ab: build
 	@scripts/ensure-deb.sh $(BENCH_AB_DEPS)
 	bench/ab-origin.sh $(A) $(or $(B),$(BIN))
+
+# Live ingest: chunk-to-servable latency (Go benchmark) and channels per machine
+# (replay encoders with the published ladder into pure-live publishing points).
+bench-ingest: build
+	@scripts/ensure-deb.sh $(BENCH_INGEST_DEPS)
+	go test ./internal/source/ingest -run '^$$' -bench IngestToServable -benchtime 500x
+	bench/ingest-channels.sh $(INGEST_CHANNELS)
 
 # The suite must not flake on a busy machine: 5 runs of `make test` beside stress-ng.
 stress-suite:
