@@ -19,7 +19,7 @@ import (
 	"github.com/streambed/streambed/internal/server"
 )
 
-const channelUsage = `Usage: streambed channel create|list|show|delete [flags] [NAME]
+const channelUsage = `Usage: streambed channel create|list|show|delete|clip [flags] [NAME]
 
 Manages the publishing points of a running origin (streambed serve) through its
 API /api/channels: live channels that an encoder feeds by DASH-IF ingest.
@@ -28,6 +28,9 @@ API /api/channels: live channels that an encoder feeds by DASH-IF ingest.
   list          every channel, with its state (waiting, live, idle)
   show NAME     one channel, with its tracks
   delete NAME   stop and forget a channel (its archive stays on disk)
+  clip NAME --as ASSET --from T --to T
+                cut a window of an archived channel into an on-demand asset
+                (/vod/ASSET/...); T is RFC 3339 or seconds since the Unix epoch
 
 Presets (the live load tests' use cases; options below override them):
   pure-live     archive 120 s in 60 s archive segments, DVR window 30 s
@@ -43,6 +46,7 @@ Examples:
   streambed encode live --to http://127.0.0.1:8080/ingest/news --token TOKEN
   streambed channel create sport --preset archive-dvr --segment 2s --json
   streambed channel list
+  streambed channel clip news --as news-0500 --from 2026-11-24T05:00:00Z --to 2026-11-24T05:01:00Z
   streambed channel delete news
 
 Flags:
@@ -68,6 +72,9 @@ func Channel(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		address  = fs.String("addressing", "", "create: `time` (SegmentTimeline, default) or number: which MPD is the channel's dash URL")
 		restart  = fs.Bool("restart-on-reconnect", false, "create: continue the timeline when an encoder reconnects")
 		ingestTk = fs.String("ingest-token", "", "create: the encoder's `token` (default: generated)")
+		clipAs   = fs.String("as", "", "clip: the on-demand asset's `name`")
+		clipFrom = fs.String("from", "", "clip: start `time` (RFC 3339 or Unix seconds)")
+		clipTo   = fs.String("to", "", "clip: end `time` (RFC 3339 or Unix seconds)")
 	)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, channelUsage)
@@ -78,7 +85,7 @@ func Channel(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 		fs.Usage()
-		return errors.New("channel: say create, list, show or delete")
+		return errors.New("channel: say create, list, show, delete or clip")
 	}
 	verb := args[0]
 	if err := fs.Parse(args[1:]); err != nil {
@@ -94,7 +101,7 @@ func Channel(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	name := ""
 	switch verb {
-	case "create", "show", "delete":
+	case "create", "show", "delete", "clip":
 		if len(rest) != 1 {
 			return fmt.Errorf("channel %s: give one channel NAME", verb)
 		}
@@ -105,7 +112,7 @@ func Channel(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	default:
 		fs.Usage()
-		return fmt.Errorf("channel: unknown action %q: say create, list, show or delete", verb)
+		return fmt.Errorf("channel: unknown action %q: say create, list, show, delete or clip", verb)
 	}
 	tok, err := adminToken(*token, *dataDir)
 	if err != nil {
@@ -141,6 +148,21 @@ func Channel(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 		fmt.Fprintf(stdout, "deleted channel %s\n", name)
+		return nil
+	case "clip":
+		if *clipAs == "" || *clipFrom == "" || *clipTo == "" {
+			return errors.New("channel clip: give --as ASSET, --from TIME and --to TIME")
+		}
+		var cj publish.ClipJSON
+		raw, err := c.do(ctx, http.MethodPost, "/api/channels/"+name+"/clips", publish.ClipRequest{Name: *clipAs, Start: *clipFrom, End: *clipTo}, &cj)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			_, err = stdout.Write(raw)
+			return err
+		}
+		fmt.Fprintf(stdout, "made asset %s (%.1f s, %d tracks) from channel %s\n  DASH  %s\n  HLS   %s\n", cj.Name, cj.DurationS, cj.Tracks, name, cj.DASH, cj.HLS)
 		return nil
 	case "show":
 		var ch publish.ChannelJSON

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -111,6 +113,30 @@ func TestChannelCommand(t *testing.T) {
 		out, err = runChannel(t, append([]string{"show", "news"}, common...)...)
 		if err != nil || !strings.Contains(out, "track v360") || !strings.Contains(out, "(idle, api)") {
 			t.Errorf("show after encoding: %v\n%s", err, out)
+		}
+		// The archive (pure-live keeps one) cut into an on-demand asset that plays.
+		now := time.Now().Unix()
+		from, to := fmt.Sprint(now-20), fmt.Sprint(now)
+		out, err = runChannel(t, append([]string{"clip", "news", "--as", "news-clip", "--from", from, "--to", to}, common...)...)
+		if err != nil || !strings.Contains(out, "made asset news-clip") {
+			t.Fatalf("clip: %v\n%s", err, out)
+		}
+		for _, m := range []string{"/vod/news-clip/manifest-timeline.mpd", "/vod/news-clip/manifest.mpd", "/vod/news-clip/master.m3u8"} {
+			resp, err := http.Get(base + m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || strings.Contains(m, ".mpd") && !strings.Contains(string(b), `type="static"`) {
+				t.Errorf("%s: %d\n%s", m, resp.StatusCode, b)
+			}
+			if probe, err := exec.Command("ffprobe", "-v", "error", base+m).CombinedOutput(); err != nil {
+				t.Errorf("ffprobe %s: %v\n%s", m, err, probe)
+			}
+		}
+		if _, err := runChannel(t, append([]string{"clip", "news", "--as", "news-clip", "--from", from, "--to", to}, common...)...); err == nil || !strings.Contains(err.Error(), "409") {
+			t.Errorf("a second clip of the same name: %v", err)
 		}
 	}
 

@@ -262,6 +262,7 @@ func openMedia(ctx context.Context, h *hub.Hub, cfg Config, log *slog.Logger) er
 // made through /api/channels by an earlier run.
 func openPoints(ctx context.Context, h *hub.Hub, in *ingest.Ingest, cfg Config, log *slog.Logger) (*publish.Points, error) {
 	pts := publish.New(ctx, h, in, cfg.DataDir, log)
+	pts.AssetsDir = cfg.Assets // clips cut from archives are assets, served again after a restart
 	for _, cc := range cfg.Channels {
 		if !cc.Ingest {
 			continue

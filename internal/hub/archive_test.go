@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/streambed/streambed/internal/cmaf"
 	"github.com/streambed/streambed/internal/media"
 )
 
@@ -210,5 +211,71 @@ func TestArchiveFullDisk(t *testing.T) {
 	mu.Unlock()
 	if err := c.Publish("v", big(100)); err != nil {
 		t.Errorf("media still refused after space was freed: %v", err)
+	}
+}
+
+// A window of the archive becomes an on-demand asset: the segments whose wall-clock
+// time overlaps it, their decode times moved to start at zero, with headers and a
+// valid descriptor; a gap in the window is refused.
+func TestCutArchive(t *testing.T) {
+	dir := t.TempDir()
+	var mu sync.Mutex
+	now := time.Unix(1000, 0)
+	c, h, cancel := ingestLike(t, dir, &now, &mu, 4*time.Second, 0)
+	if err := c.AddTrack(&media.Track{ID: "v", Kind: media.Video, Timescale: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetInit("v", []byte{7}); err != nil {
+		t.Fatal(err)
+	}
+	// Real CMAF fragments: one 1 s sample per segment, media time = n s.
+	real := func(n uint64) *media.Segment {
+		b, err := cmaf.AppendFragment(nil, uint32(n+1), 1, n*1000, []cmaf.Sample{{Duration: 1000, Size: 3, Flags: cmaf.SyncSampleFlags, Data: []byte{byte(n), 1, 2}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &media.Segment{SegmentRef: media.SegmentRef{Number: n, Start: n * 1000, Duration: 1000},
+			Chunks: []*media.Chunk{{Data: b, Start: n * 1000, Duration: 1000, Keyframe: true}}}
+	}
+	for _, n := range []uint64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13} { // the encoder was away for 10 and 11
+		mu.Lock()
+		now = time.Unix(1000+int64(n)+1, 0)
+		mu.Unlock()
+		if err := c.Publish("v", real(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel()
+	h.Close()
+
+	out := filepath.Join(t.TempDir(), "clip")
+	// Wall clock = 1000 s + media time: [3.5 s, 7.2 s) overlaps segments 3..7.
+	a, err := CutArchive(dir, time.Unix(1003, 5e8), time.Unix(1007, 2e8), out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	segs := a.Tracks[0].Segments
+	if len(segs) != 5 || segs[0].Number != 1 || segs[4].Number != 5 || segs[0].Start != 0 || segs[4].Start != 4000 || a.DurationMS != 5000 {
+		t.Fatalf("clip %+v: %+v", a, segs)
+	}
+	served, err := OpenAsset(out)
+	if err != nil {
+		t.Fatalf("the clip is not a servable asset: %v", err)
+	}
+	s, err := served.ReadSegment("v", 3) // the archive's segment 5
+	if err != nil {
+		t.Fatal(err)
+	}
+	frags, err := cmaf.ParseFragments(s.Bytes())
+	if err != nil || len(frags) != 1 || frags[0].BaseMediaDecodeTime != 2000 || frags[0].Samples[0].Data[0] != 5 {
+		t.Errorf("clip segment 5: %+v %v (want tfdt 2000, the sample of segment 5)", frags, err)
+	}
+	if init, _ := served.Init("v"); !bytes.Equal(init, []byte{7}) {
+		t.Errorf("clip header %v", init)
+	}
+	for name, window := range map[string][2]int64{"a gap": {1008, 1013}, "nothing": {2000, 2010}, "backwards": {1005, 1004}} {
+		if _, err := CutArchive(dir, time.Unix(window[0], 0), time.Unix(window[1], 0), filepath.Join(t.TempDir(), "x")); err == nil {
+			t.Errorf("%s: cut", name)
+		}
 	}
 }

@@ -22,6 +22,8 @@ import (
 //	GET    /api/channels/{name}  one
 //	PATCH  /api/channels/{name}  change its options: {"preset": …, options…}
 //	DELETE /api/channels/{name}  stop and forget it (its archive stays on disk)
+//	POST   /api/channels/{name}/clips  cut {"name", "start", "end"} of its archive into
+//	                             an on-demand asset → 201 {"name", "dash", "hls", …}
 func (p *Points) Routes(handle func(pattern string, h http.Handler), adminToken string) {
 	auth := func(f http.HandlerFunc) http.Handler { return requireToken(adminToken, f) }
 	handle("GET /api/channels", auth(p.serveList))
@@ -29,6 +31,7 @@ func (p *Points) Routes(handle func(pattern string, h http.Handler), adminToken 
 	handle("GET /api/channels/{name}", auth(p.serveGet))
 	handle("PATCH /api/channels/{name}", auth(p.servePatch))
 	handle("DELETE /api/channels/{name}", auth(p.serveDelete))
+	handle("POST /api/channels/{name}/clips", auth(p.serveClip))
 }
 
 // requireToken answers 401 unless the request carries Authorization: Bearer token.

@@ -56,6 +56,10 @@ type Points struct {
 	log     *slog.Logger
 	now     func() time.Time
 
+	// AssetsDir is where clips cut from archives go, as on-demand assets (serve's
+	// assets folder, so they are served again after a restart). Set it before use.
+	AssetsDir string
+
 	mu     sync.Mutex
 	points map[string]*Point
 	// dormant are kept points that could not start (their name taken by the
@@ -70,7 +74,8 @@ func New(ctx context.Context, h *hub.Hub, in *ingest.Ingest, dataDir string, log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Points{ctx: ctx, hub: h, in: in, dataDir: dataDir, log: log, now: time.Now, points: map[string]*Point{}}
+	return &Points{ctx: ctx, hub: h, in: in, dataDir: dataDir, log: log, now: time.Now, points: map[string]*Point{},
+		AssetsDir: filepath.Join(dataDir, "clips")}
 }
 
 // StateFile is where API-made publishing points are kept.
@@ -136,10 +141,7 @@ func (p *Points) start(pt *Point) error {
 	o := pt.Options
 	archive := ""
 	if o.Archiving {
-		archive = o.ArchiveDir
-		if archive == "" {
-			archive = filepath.Join(p.dataDir, "archive", pt.Name)
-		}
+		archive = p.archiveDir(*pt)
 	}
 	_, err := p.in.AddChannel(p.ctx, p.hub, ingest.ChannelOptions{
 		Name: pt.Name, Token: pt.Token,
@@ -153,6 +155,14 @@ func (p *Points) start(pt *Point) error {
 		RestartOnReconnect:   o.RestartOnEncoderReconnect,
 	})
 	return err
+}
+
+// archiveDir is where a point's archive is.
+func (p *Points) archiveDir(pt Point) string {
+	if pt.Options.ArchiveDir != "" {
+		return pt.Options.ArchiveDir
+	}
+	return filepath.Join(p.dataDir, "archive", pt.Name)
 }
 
 // ErrExists is a name already taken: 409.
