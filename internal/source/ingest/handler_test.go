@@ -18,7 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/streambed/streambed/internal/cmaf"
 	"github.com/streambed/streambed/internal/hub"
+	"github.com/streambed/streambed/internal/media"
 	"github.com/streambed/streambed/internal/player/dash"
 	"github.com/streambed/streambed/internal/player/hls"
 	"github.com/streambed/streambed/internal/server"
@@ -506,5 +508,57 @@ func TestChannelWaits(t *testing.T) {
 	}
 	if _, err := o.in.Status("ch"); err == nil {
 		t.Error("a removed channel is still an ingest channel")
+	}
+}
+
+// An encoder whose clock restarts (its media time begins again at 0): with
+// restart_on_encoder_reconnect the channel's timeline continues at the next segment
+// boundary, numbered on, with the chunks' decode times rewritten; without it the
+// request is refused with a body that says what to do.
+func TestIngestEncoderClockRestart(t *testing.T) {
+	o := newOrigin(t, Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	re, err := o.in.AddChannel(ctx, o.hub, ChannelOptions{Name: "re", Token: testToken, SegmentDuration: 2 * time.Second, RestartOnReconnect: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Ten segments from media time 0, then the encoder restarts at 0 with four more.
+	first := videoBody(t, 10)
+	again := videoBody(t, 4)
+	for name, ch := range map[string]string{"re": "re", "off": "ch"} {
+		if s, msg := o.post(t, Path(ch, "video", "cmfv"), bytes.NewReader(first)); s != 200 {
+			t.Fatalf("%s: first run: %d %s", name, s, msg)
+		}
+		s, msg := o.post(t, Path(ch, "video", "cmfv"), bytes.NewReader(again))
+		if name == "off" {
+			if s != 400 || !strings.Contains(msg, "restart_on_encoder_reconnect") {
+				t.Errorf("restart without the option: %d %s", s, msg)
+			}
+			continue
+		}
+		if s != 200 {
+			t.Fatalf("restart with the option: %d %s", s, msg)
+		}
+	}
+	// Segments 0..9, then the restarted encoder's four as 10..13, contiguous, each
+	// chunk's tfdt where the timeline says.
+	var prev *media.Segment
+	for n := uint64(0); n < 14; n++ {
+		seg, _, err := re.Partial("video", n)
+		if err != nil {
+			t.Fatalf("segment %d: %v", n, err)
+		}
+		if prev != nil && seg.Start != prev.End() {
+			t.Errorf("segment %d starts at %d, the previous ended at %d", n, seg.Start, prev.End())
+		}
+		frags, err := cmaf.ParseFragments(seg.Bytes())
+		if err != nil || len(frags) == 0 || frags[0].BaseMediaDecodeTime != seg.Start {
+			t.Errorf("segment %d: tfdt %v, want %d (%v)", n, frags, seg.Start, err)
+		}
+		prev = seg
+	}
+	if _, _, err := re.Partial("video", 14); err == nil {
+		t.Error("a fifteenth segment appeared")
 	}
 }

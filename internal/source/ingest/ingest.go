@@ -91,7 +91,11 @@ type channel struct {
 	mu       sync.Mutex
 	anchored bool            // the availability start is set (from the first chunk, or the archive)
 	settled  map[string]bool // tracks whose first segment completion placed the start (settle)
-	tracks   map[string]*trackState
+	maxEnd   time.Duration   // media time at the end of the newest stored chunk, any track
+	restart  *clockRestart   // the newest restart of the encoder's clock the channel continued
+
+	restartOnReconnect bool
+	tracks             map[string]*trackState
 }
 
 // AddChannel makes an empty live channel that waits for its encoder and registers it
@@ -124,13 +128,18 @@ func (in *Ingest) AddChannel(ctx context.Context, h *hub.Hub, o ChannelOptions) 
 	}
 	life, stop := context.WithCancel(context.Background())
 	ch := &channel{name: o.Name, token: o.Token, hc: hc, tl: newTimeline(o.SegmentDuration), now: o.Clock,
-		life: life, stop: stop, tracks: map[string]*trackState{}, settled: map[string]bool{}}
+		life: life, stop: stop, tracks: map[string]*trackState{}, settled: map[string]bool{},
+		restartOnReconnect: o.RestartOnReconnect}
 	if len(hc.Info().Tracks) > 0 {
 		// Restored from the archive with its timeline: an encoder that comes back
 		// continues it, and the start stays where the archive put it.
 		ch.anchored = true
+		w, _ := hc.Window(o.Clock())
 		for _, t := range hc.Info().Tracks {
 			ch.settled[t.ID] = true
+			if refs := w[t.ID]; len(refs) > 0 {
+				ch.maxEnd = max(ch.maxEnd, t.Duration(refs[len(refs)-1].End()))
+			}
 		}
 	}
 	in.mu.Lock()

@@ -36,6 +36,10 @@ type trackState struct {
 	cut       cutter
 	seg       struct{ bytes, ticks uint64 } // the open segment so far, for the estimate
 	stats     TrackStatus
+	// offset shifts the encoder's media time to continue the channel's timeline after
+	// its clock restarted (restart_on_encoder_reconnect); seq numbers shifted chunks.
+	offset time.Duration
+	seq    uint32
 }
 
 // session is one request feeding a track.
@@ -179,9 +183,26 @@ func (ch *channel) store(ts *trackState, c *Chunk) error {
 		return nil
 	}
 	rewind := uint64(maxRewindSegments*ch.tl.d/time.Millisecond) * uint64(ts.track.Timescale) / 1000
-	if ts.cut.started && f.BaseMediaDecodeTime+rewind < ts.cut.end {
-		return fmt.Errorf("media time went back from %v to %v: an encoder that restarts its clock needs the channel restarted (or timestamps that continue, such as wall-clock time): %w",
-			ts.track.Duration(ts.cut.end), ts.track.Duration(f.BaseMediaDecodeTime), media.ErrInvalidMedia)
+	if ts.offset != 0 {
+		var err error
+		if c, err = ch.shift(ts, c); err != nil {
+			return err
+		}
+		f = &c.Fragment
+	}
+	if ts.cut.started && f.BaseMediaDecodeTime+rewind < ts.cut.end || !ts.cut.started && ch.restartOnReconnect && ch.behind(ts.track, f.BaseMediaDecodeTime) {
+		if !ch.restartOnReconnect {
+			return fmt.Errorf("media time went back from %v to %v: the encoder restarted its clock; enable restart_on_encoder_reconnect on the channel to continue its timeline, or recreate the channel (or send timestamps that continue, such as wall-clock time): %w",
+				ts.track.Duration(ts.cut.end), ts.track.Duration(f.BaseMediaDecodeTime), media.ErrInvalidMedia)
+		}
+		raw := ts.track.Duration(f.BaseMediaDecodeTime) - ts.offsetDuration()
+		unshifted := &Chunk{Data: c.Data, Fragment: rawFragment(c.Fragment, ts), Styp: c.Styp, Last: c.Last, Prft: c.Prft}
+		ts.offset = ch.restartOffset(ts.track, raw)
+		var err error
+		if c, err = ch.shift(ts, unshifted); err != nil {
+			return err
+		}
+		f = &c.Fragment
 	}
 	hadSegment, prevEnd := ts.cut.started && ts.cut.open, ts.cut.end
 	n, how := ts.cut.place(c)
@@ -215,7 +236,77 @@ func (ch *channel) store(ts *trackState, c *Chunk) error {
 	}
 	ts.cut.stored(c)
 	ch.count(ts, c, true)
+	ch.mu.Lock()
+	ch.maxEnd = max(ch.maxEnd, ts.track.Duration(f.BaseMediaDecodeTime+f.Duration()))
+	ch.mu.Unlock()
 	return nil
+}
+
+// ---- an encoder that restarts its clock (restart_on_encoder_reconnect) ----
+
+// behind says whether media at t of track tr starts more than a few segments before
+// what the channel has stored: a track's first chunk (after an origin restart, or
+// from a restarted encoder) from a clock that began again.
+func (ch *channel) behind(tr *media.Track, t uint64) bool {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	return ch.maxEnd > 0 && tr.Duration(t)+maxRewindSegments*ch.tl.d < ch.maxEnd
+}
+
+// restartOffset is the shift that continues the channel's timeline for an encoder
+// whose clock restarted at raw: media at raw lands on the first segment boundary
+// after everything stored. The channel's tracks restart together (one encoder), so
+// the first to arrive decides and the others, starting within a few segments of
+// the same raw time, take the same shift: they stay aligned.
+func (ch *channel) restartOffset(tr *media.Track, raw time.Duration) time.Duration {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if r := ch.restart; r != nil && (raw-r.raw).Abs() < maxRewindSegments*ch.tl.d {
+		return r.offset
+	}
+	next := (ch.maxEnd + ch.tl.d - 1) / ch.tl.d * ch.tl.d
+	ch.restart = &clockRestart{raw: raw, offset: next - raw}
+	return next - raw
+}
+
+// clockRestart is a restart of the encoder's clock that the channel continues.
+type clockRestart struct {
+	raw    time.Duration // media time at which the encoder's clock began again
+	offset time.Duration // added to the encoder's media time from then on
+}
+
+// offsetDuration is the track's shift as a duration.
+func (ts *trackState) offsetDuration() time.Duration {
+	return time.Duration(float64(ts.offsetTicks()) / float64(ts.track.Timescale) * float64(time.Second))
+}
+
+// offsetTicks is the track's shift in its timescale (one rounding for all its chunks,
+// so they stay contiguous).
+func (ts *trackState) offsetTicks() int64 {
+	return int64(ts.offset.Seconds()*float64(ts.track.Timescale) + 0.5)
+}
+
+// rawFragment is f with the track's current shift taken off again.
+func rawFragment(f cmaf.Fragment, ts *trackState) cmaf.Fragment {
+	f.BaseMediaDecodeTime = uint64(int64(f.BaseMediaDecodeTime) - ts.offsetTicks())
+	return f
+}
+
+// shift returns c moved by the track's offset: its decode time and its bytes
+// (cmaf.Retime, which also drops prft, no longer true).
+func (ch *channel) shift(ts *trackState, c *Chunk) (*Chunk, error) {
+	t := int64(c.Fragment.BaseMediaDecodeTime) + ts.offsetTicks()
+	if t < 0 {
+		return nil, fmt.Errorf("media time %v shifted below zero: %w", ts.track.Duration(c.Fragment.BaseMediaDecodeTime), media.ErrInvalidMedia)
+	}
+	ts.seq++
+	data, err := cmaf.Retime(c.Data, uint64(t), ts.seq)
+	if err != nil {
+		return nil, fmt.Errorf("%v: %w", err, media.ErrInvalidMedia)
+	}
+	f := c.Fragment
+	f.BaseMediaDecodeTime = uint64(t)
+	return &Chunk{Data: data, Fragment: f, Styp: c.Styp, Last: c.Last}, nil
 }
 
 // count adds c to the track's statistics.
