@@ -56,20 +56,10 @@ func (w *warnings) Handle(_ context.Context, r slog.Record) error {
 func (w *warnings) WithAttrs([]slog.Attr) slog.Handler { return w }
 func (w *warnings) WithGroup(string) slog.Handler      { return w }
 
-// TestFFmpegIngest has FFmpeg encode a live test source and POST it to the origin,
-// one request per track, as a user's encoder would. While it runs, the channel's
-// MPDs validate, ffprobe opens the MPD and the HLS playlist over HTTP, and every
-// listed segment parses and follows the one before; when FFmpeg ends, both tracks
-// ended cleanly with nothing dropped and no warning.
-func TestFFmpegIngest(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: skips the live FFmpeg encode (about 14 s)")
-	}
-	for _, tool := range []string{"ffmpeg", "ffprobe"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s not found: install FFmpeg (Debian: apt-get install ffmpeg) — `make test` does this", tool)
-		}
-	}
+// ffmpegOrigin serves an origin with the ingest channel "live" on a loopback port
+// for FFmpeg to feed; it records the origin's warnings.
+func ffmpegOrigin(t *testing.T) (string, *hub.Channel, *Ingest, *warnings) {
+	t.Helper()
 	warn := &warnings{}
 	h := hub.New()
 	in := New(Config{}, slog.New(warn))
@@ -91,7 +81,25 @@ func TestFFmpegIngest(t *testing.T) {
 	served := make(chan struct{})
 	go func() { _ = srv.Serve(ctx, ls); close(served) }()
 	t.Cleanup(func() { cancel(); <-served; h.Close() })
-	base := "http://" + ls.HTTP.Addr().String()
+	return "http://" + ls.HTTP.Addr().String(), c, in, warn
+
+}
+
+// TestFFmpegIngest has FFmpeg encode a live test source and POST it to the origin,
+// one request per track, as a user's encoder would. While it runs, the channel's
+// MPDs validate, ffprobe opens the MPD and the HLS playlist over HTTP, and every
+// listed segment parses and follows the one before; when FFmpeg ends, both tracks
+// ended cleanly with nothing dropped and no warning.
+func TestFFmpegIngest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skips the live FFmpeg encode (about 14 s)")
+	}
+	for _, tool := range []string{"ffmpeg", "ffprobe"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s not found: install FFmpeg (Debian: apt-get install ffmpeg) — `make test` does this", tool)
+		}
+	}
+	base, c, in, warn := ffmpegOrigin(t)
 
 	const seconds = 14
 	enc := exec.Command("ffmpeg", ffmpegIngestArgs(base, "live", testToken, seconds)...)
@@ -233,4 +241,39 @@ func checkSegments(t *testing.T, base string, c *hub.Channel, tracks []string) {
 			end = start + seg.Duration()
 		}
 	}
+}
+
+// TestFFmpegDASHMuxerIngest: the one-request-per-segment form. FFmpeg's dash muxer
+// PUTs each init and segment as a file (init-stream0.m4s, chunk-stream0-00001.m4s)
+// and its MPD, with the token as the Basic password in the URL (it cannot send other
+// headers to its segment requests). The channel gets both tracks, numbered alike,
+// and serves manifests that players open.
+func TestFFmpegDASHMuxerIngest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skips the live FFmpeg encode (about 10 s)")
+	}
+	base, c, _, warn := ffmpegOrigin(t)
+	const seconds = 10
+	u := strings.Replace(base, "http://", "http://ingest:"+testToken+"@", 1) + "/ingest/live/manifest.mpd"
+	enc := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-re",
+		"-f", "lavfi", "-i", fmt.Sprintf("testsrc2=size=320x180:rate=25:duration=%d", seconds),
+		"-f", "lavfi", "-i", fmt.Sprintf("sine=frequency=440:sample_rate=48000:duration=%d", seconds),
+		"-map", "0:v", "-map", "1:a", "-c:v", "libx264", "-preset", "ultrafast", "-g", "50", "-keyint_min", "50",
+		"-sc_threshold", "0", "-bf", "0", "-b:v", "300k", "-c:a", "aac", "-b:a", "64k",
+		"-f", "dash", "-seg_duration", "2", "-use_timeline", "1", "-method", "PUT", u)
+	out, err := enc.CombinedOutput()
+	if err != nil {
+		t.Fatalf("ffmpeg: %v\n%s", err, out)
+	}
+	n, ok := c.Latest(time.Now())
+	if !ok || n < 2 {
+		t.Fatalf("after %d s of segments: latest complete %d, %v; warnings %v", seconds, n, ok, warn.msgs)
+	}
+	tracks := []string{"stream0", "stream1"}
+	if got := c.Info().Tracks; len(got) != 2 || got[0].ID != "stream0" || got[0].Kind != "video" || got[1].Kind != "audio" {
+		t.Fatalf("tracks %+v", got)
+	}
+	checkManifests(t, base, "live", tracks)
+	probeStreams(t, base+"/live/live/manifest-timeline.mpd")
+	checkSegments(t, base, c, tracks)
 }

@@ -47,13 +47,24 @@ func (in *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if status, msg := ch.authorize(r); status != 0 {
 		if status == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="streambed ingest"`)
+			w.Header().Add("WWW-Authenticate", `Basic realm="streambed ingest"`) // the token as the password
 		}
 		http.Error(w, msg, status)
 		return
 	}
-	id, kind, err := parseStreamName(r.PathValue("stream"))
+	id, kind, manifest, err := parseIngestName(r.PathValue("stream"))
 	if err != nil {
 		in.fail(w, err)
+		return
+	}
+	if manifest {
+		// The per-segment form's encoder (FFmpeg's dash muxer) also sends its MPD or
+		// playlist: the origin makes its own from the media, so it is read and let go.
+		if _, err := io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20)); err != nil {
+			in.fail(w, err)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
 		return
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "" {
@@ -91,17 +102,53 @@ func (in *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-// authorize checks the request's bearer token: 401 without one, 403 for a wrong one.
+// authorize checks the request's token: 401 without one, 403 for a wrong one. The
+// token comes as `Authorization: Bearer TOKEN`, or as the password of HTTP Basic
+// authentication (any user name) for encoders that can only put credentials in the
+// URL (http://ingest:TOKEN@origin/...), such as FFmpeg's dash muxer.
 func (ch *channel) authorize(r *http.Request) (status int, msg string) {
 	auth := r.Header.Get("Authorization")
 	scheme, token, ok := strings.Cut(auth, " ")
+	if _, pass, basic := r.BasicAuth(); basic {
+		scheme, token, ok = "Bearer", pass, true
+	}
 	if auth == "" || !ok || !strings.EqualFold(scheme, "Bearer") {
-		return http.StatusUnauthorized, fmt.Sprintf("ingest to channel %q needs the header `Authorization: Bearer TOKEN`", ch.name)
+		return http.StatusUnauthorized, fmt.Sprintf("ingest to channel %q needs the header `Authorization: Bearer TOKEN` (or the token as the Basic password: http://ingest:TOKEN@host/…)", ch.name)
 	}
 	if subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(ch.token)) != 1 {
 		return http.StatusForbidden, fmt.Sprintf("wrong ingest token for channel %q", ch.name)
 	}
 	return 0, ""
+}
+
+// parseIngestName reads the last part of an ingest URL: "Streams(video.cmfv)" (one
+// long-running request per track), or the one-request-per-segment form's file names
+// as FFmpeg's dash muxer makes them, "init-stream0.m4s" and "chunk-stream0-00001.m4s"
+// (track "stream0"; its kind comes from its CMAF header), or a manifest
+// ("manifest.mpd", "*.m3u8"), which is accepted and not used. A media segment's
+// place comes from its own decode time, never from its name.
+func parseIngestName(s string) (id string, kind media.Kind, manifest bool, err error) {
+	switch {
+	case strings.HasPrefix(s, "Streams("):
+		id, kind, err = parseStreamName(s)
+		return id, kind, false, err
+	case strings.HasSuffix(s, ".mpd") || strings.HasSuffix(s, ".m3u8"):
+		return "", "", true, nil
+	}
+	base := strings.TrimSuffix(strings.TrimSuffix(s, ".m4s"), ".mp4")
+	if base != s {
+		if rep, ok := strings.CutPrefix(base, "init-stream"); ok {
+			id = "stream" + rep
+		} else if rest, ok := strings.CutPrefix(base, "chunk-stream"); ok {
+			if rep, _, ok := strings.Cut(rest, "-"); ok {
+				id = "stream" + rep
+			}
+		}
+	}
+	if id == "" || !media.ValidName(id) {
+		return "", "", false, fmt.Errorf("ingest URL %q: want /ingest/{channel}/Streams({track}.cmfv|.cmfa), or a segment file init-stream{N}.m4s / chunk-stream{N}-{number}.m4s: %w", s, media.ErrNotFound)
+	}
+	return id, "", false, nil
 }
 
 // parseStreamName reads "Streams(video.cmfv)": the track ID and its kind.

@@ -178,3 +178,44 @@ func TestAudioNumbersFollowVideoForHours(t *testing.T) {
 		t.Errorf("the last audio segment is %d, the last video one %d", lastA, epoch/2+segments-1)
 	}
 }
+
+func TestParseIngestName(t *testing.T) {
+	for _, tc := range []struct {
+		in       string
+		id       string
+		kind     media.Kind
+		manifest bool
+		ok       bool
+	}{
+		{"Streams(v1.cmfv)", "v1", media.Video, false, true},
+		{"Streams(a.cmfa)", "a", media.Audio, false, true},
+		{"init-stream0.m4s", "stream0", "", false, true},
+		{"chunk-stream1-00042.m4s", "stream1", "", false, true},
+		{"init-stream3.mp4", "stream3", "", false, true},
+		{"manifest.mpd", "", "", true, true},
+		{"master.m3u8", "", "", true, true},
+		{"Streams(v1.mp4)", "", "", false, false},
+		{"chunk-stream.m4s", "", "", false, false},
+		{"segment.m4s", "", "", false, false},
+		{"init-stream../x.m4s", "", "", false, false},
+	} {
+		id, kind, manifest, err := parseIngestName(tc.in)
+		if (err == nil) != tc.ok || id != tc.id || kind != tc.kind || manifest != tc.manifest {
+			t.Errorf("%q = %q %q %v %v", tc.in, id, kind, manifest, err)
+		}
+	}
+}
+
+// Ingest URLs come from outside: any name gives a track, a manifest or an error, and
+// a track name is always URL-safe.
+func FuzzIngestName(f *testing.F) {
+	for _, s := range []string{"Streams(v.cmfv)", "init-stream0.m4s", "chunk-stream12-00001.m4s", "manifest.mpd", "x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		id, _, manifest, err := parseIngestName(s)
+		if err == nil && !manifest && !media.ValidName(id) {
+			t.Fatalf("%q gave track %q", s, id)
+		}
+	})
+}

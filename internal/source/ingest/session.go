@@ -75,7 +75,10 @@ func (ch *channel) claim(id string, kind media.Kind, stopReads func()) (*trackSt
 		ts = &trackState{id: id, kind: kind, cut: cutter{tl: ch.tl}}
 		ch.tracks[id] = ts
 	}
-	if ts.kind != kind {
+	switch {
+	case ts.kind == "":
+		ts.kind = kind // "" too: a segment file's track learns its kind from its header
+	case kind != "" && ts.kind != kind:
 		return nil, nil, fmt.Errorf("track %q of channel %q is %s, not %s: %w", id, ch.name, ts.kind, kind, media.ErrBadRequest)
 	}
 	ts.sessions++
@@ -139,8 +142,14 @@ func (ch *channel) receive(ts *trackState, p *Parser, log *slog.Logger) error {
 // setHeader describes the track by its CMAF header and stores the header.
 func (ch *channel) setHeader(ts *trackState, h *Header) error {
 	ti := h.Init.Info
-	if ti.Kind != ts.kind {
-		return fmt.Errorf("the URL names a %s track but its CMAF header is %s: %w", ts.kind, ti.Kind, ErrNoHeader)
+	ch.mu.Lock()
+	if ts.kind == "" {
+		ts.kind = ti.Kind
+	}
+	kind := ts.kind
+	ch.mu.Unlock()
+	if ti.Kind != kind {
+		return fmt.Errorf("the URL names a %s track but its CMAF header is %s: %w", kind, ti.Kind, ErrNoHeader)
 	}
 	t := &media.Track{ID: ts.id, Kind: ti.Kind, Codec: ti.Codec, Bandwidth: h.Bitrate, Width: ti.Width, Height: ti.Height,
 		FrameRate: ti.FrameRate, SampleRate: ti.SampleRate, Channels: ti.Channels, Timescale: ti.Timescale}
