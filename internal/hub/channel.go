@@ -44,9 +44,10 @@ type Channel struct {
 
 // liveTrack is one track's init and window, oldest segment first.
 type liveTrack struct {
-	track *media.Track
-	init  []byte
-	segs  []*entry
+	track    *media.Track
+	init     []byte
+	segs     []*entry
+	excluded string // why the track is kept out of the description; "": it is in
 }
 
 // entry is one stored segment. Its chunk list only grows, and only under the
@@ -174,10 +175,44 @@ func (c *Channel) addTrack(t *media.Track) error {
 	} else {
 		c.tracks[t.ID] = &liveTrack{track: t}
 	}
+	c.describeLocked()
+	return nil
+}
+
+// ExcludeTrack keeps a track out of the channel's description (so out of every
+// manifest, switching set and push ladder) while its media is still stored and
+// archived: a rung whose segment boundaries disagree with the others' (why says
+// how). IncludeTrack takes it back.
+func (c *Channel) ExcludeTrack(trackID, why string) {
+	c.mu.Lock()
+	if lt, ok := c.tracks[trackID]; ok {
+		lt.excluded = why
+		c.describeLocked()
+	}
+	c.mu.Unlock()
+}
+
+// Excluded lists the tracks kept out of the description, with why.
+func (c *Channel) Excluded() map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]string{}
+	for id, lt := range c.tracks {
+		if lt.excluded != "" {
+			out[id] = lt.excluded
+		}
+	}
+	return out
+}
+
+// describeLocked rebuilds the channel's description from its tracks.
+func (c *Channel) describeLocked() {
 	info := *c.info.Load()
 	info.Tracks = make([]*media.Track, 0, len(c.tracks))
 	for _, lt := range c.tracks {
-		info.Tracks = append(info.Tracks, lt.track)
+		if lt.excluded == "" {
+			info.Tracks = append(info.Tracks, lt.track)
+		}
 	}
 	sort.SliceStable(info.Tracks, func(i, j int) bool {
 		a, b := info.Tracks[i], info.Tracks[j]
@@ -190,7 +225,6 @@ func (c *Channel) addTrack(t *media.Track) error {
 		return a.ID < b.ID
 	})
 	c.info.Store(&info)
-	return nil
 }
 
 // Live is true: a channel grows and keeps a window.

@@ -562,3 +562,31 @@ func TestIngestEncoderClockRestart(t *testing.T) {
 		t.Error("a fifteenth segment appeared")
 	}
 }
+
+// A rung whose keyframes (segment boundaries) fall elsewhere than the other rungs'
+// cannot be switched to: it is reported and kept out of the manifests, while the
+// aligned rung plays on.
+func TestIngestMisalignedRungIsKeptOut(t *testing.T) {
+	o := newOrigin(t, Config{})
+	if s, msg := o.post(t, Path("ch", "v1", "cmfv"), bytes.NewReader(videoBody(t, 4))); s != 200 {
+		t.Fatalf("v1: %d %s", s, msg)
+	}
+	// v2's GOPs start 1 s later: segment 1 begins at 3 s instead of 2 s.
+	off := concat(videoHeader(t, 0), videoChunk(t, 0, 75, true), videoChunk(t, 75, 50, true), videoChunk(t, 125, 50, true))
+	if s, msg := o.post(t, Path("ch", "v2", "cmfv"), bytes.NewReader(off)); s != 200 {
+		t.Fatalf("v2: %d %s", s, msg)
+	}
+	for _, tr := range o.ch.Info().Tracks {
+		if tr.ID == "v2" {
+			t.Error("the misaligned rung is still in the channel's description")
+		}
+	}
+	st, _ := o.in.Status("ch")
+	if len(st) != 2 || st[1].ID != "v2" || !strings.Contains(st[1].Misaligned, "segment") || st[0].Misaligned != "" {
+		t.Errorf("status %+v", st)
+	}
+	code, mpd := o.get(t, "/live/ch/manifest-timeline.mpd")
+	if code != 200 || strings.Contains(string(mpd), `id="v2"`) || !strings.Contains(string(mpd), `id="v1"`) {
+		t.Errorf("MPD %d:\n%s", code, mpd)
+	}
+}

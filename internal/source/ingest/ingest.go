@@ -15,6 +15,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sort"
 	"sync"
 	"time"
 
@@ -82,6 +83,7 @@ type ChannelOptions struct {
 type channel struct {
 	name  string
 	token string
+	log   *slog.Logger
 	hc    *hub.Channel
 	tl    *timeline
 	now   hub.Clock
@@ -127,7 +129,7 @@ func (in *Ingest) AddChannel(ctx context.Context, h *hub.Hub, o ChannelOptions) 
 		return nil, err
 	}
 	life, stop := context.WithCancel(context.Background())
-	ch := &channel{name: o.Name, token: o.Token, hc: hc, tl: newTimeline(o.SegmentDuration), now: o.Clock,
+	ch := &channel{name: o.Name, token: o.Token, log: in.log, hc: hc, tl: newTimeline(o.SegmentDuration), now: o.Clock,
 		life: life, stop: stop, tracks: map[string]*trackState{}, settled: map[string]bool{},
 		restartOnReconnect: o.RestartOnReconnect}
 	if len(hc.Info().Tracks) > 0 {
@@ -197,6 +199,9 @@ type TrackStatus struct {
 	Bytes     int64         `json:"bytes"`               // of the chunks stored
 	Latency   time.Duration `json:"latency_ns"`          // arrival minus the newest prft's wall-clock time
 	LastChunk time.Time     `json:"last_chunk,omitzero"` // when the newest chunk arrived
+	// Misaligned says why the track is kept out of the manifests: its segment
+	// boundaries disagree with the reference rung's.
+	Misaligned string `json:"misaligned,omitempty"`
 }
 
 // Status lists the tracks of ingest channel name that encoders have sent.
@@ -205,15 +210,25 @@ func (in *Ingest) Status(name string) ([]TrackStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []TrackStatus
+	// In stream order, then the tracks kept out of the manifests.
+	ids := make([]string, 0, len(ch.tracks))
 	for _, t := range ch.hc.Info().Tracks {
-		ch.mu.Lock()
-		if ts, ok := ch.tracks[t.ID]; ok {
+		ids = append(ids, t.ID)
+	}
+	excluded := ch.hc.Excluded()
+	for id := range excluded {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids[len(ids)-len(excluded):])
+	var out []TrackStatus
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	for _, id := range ids {
+		if ts, ok := ch.tracks[id]; ok {
 			st := ts.stats
-			st.ID, st.Connected = t.ID, ts.sessions > 0
+			st.ID, st.Connected = id, ts.sessions > 0
 			out = append(out, st)
 		}
-		ch.mu.Unlock()
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -33,16 +34,21 @@ type timeline struct {
 	d time.Duration
 
 	mu       sync.Mutex
-	refVideo string                   // the video track whose boundaries audio follows
-	video    map[uint64]time.Duration // segment number → start of refVideo's segment
-	lastV    uint64                   // newest number in video
+	refVideo string                              // the video track whose boundaries audio follows
+	video    map[uint64]time.Duration            // segment number → start of refVideo's segment
+	lastV    uint64                              // newest number in video
+	starts   map[string]map[uint64]time.Duration // other video tracks' segment starts, for the alignment check
 }
+
+// alignTolerance is how far a rung's segment start may be from the reference rung's
+// and still count as the same boundary (timescale rounding, not a different GOP).
+const alignTolerance = 5 * time.Millisecond
 
 // keepBoundaries bounds the video boundaries remembered.
 const keepBoundaries = 64
 
 func newTimeline(d time.Duration) *timeline {
-	return &timeline{d: d, video: map[uint64]time.Duration{}}
+	return &timeline{d: d, video: map[uint64]time.Duration{}, starts: map[string]map[uint64]time.Duration{}}
 }
 
 // number is round(t / D).
@@ -54,15 +60,25 @@ func (tl *timeline) number(t time.Duration) uint64 {
 }
 
 // videoStarted records that video track id began segment n at t; the first video
-// track to do so is the one audio follows.
-func (tl *timeline) videoStarted(id string, n uint64, t time.Duration) {
+// track to do so is the one audio follows and the others are checked against. It
+// returns the track whose segment n starts elsewhere than the reference's (its
+// boundaries disagree: it cannot be switched to), with why, or "".
+func (tl *timeline) videoStarted(id string, n uint64, t time.Duration) (misaligned, why string) {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
 	if tl.refVideo == "" {
 		tl.refVideo = id
 	}
 	if id != tl.refVideo {
-		return
+		if tl.starts[id] == nil {
+			tl.starts[id] = map[uint64]time.Duration{}
+		}
+		tl.starts[id][n] = t
+		delete(tl.starts[id], n-keepBoundaries)
+		if ref, ok := tl.video[n]; ok && (t-ref).Abs() > alignTolerance {
+			return id, fmt.Sprintf("segment %d starts at %v, %v from %s's", n, t, t-ref, tl.refVideo)
+		}
+		return "", ""
 	}
 	tl.video[n] = t
 	if n > tl.lastV || len(tl.video) == 1 {
@@ -71,6 +87,12 @@ func (tl *timeline) videoStarted(id string, n uint64, t time.Duration) {
 	if n >= keepBoundaries {
 		delete(tl.video, n-keepBoundaries)
 	}
+	for other, starts := range tl.starts {
+		if o, ok := starts[n]; ok && (o-t).Abs() > alignTolerance {
+			return other, fmt.Sprintf("segment %d starts at %v, %v from %s's", n, o, o-t, id)
+		}
+	}
+	return "", ""
 }
 
 // boundaryLocked is where segment n begins for audio without styp.
@@ -110,6 +132,10 @@ type cutter struct {
 	n       uint64 // the segment chunks go to
 	end     uint64 // media time just after the last stored chunk (track timescale)
 	useStyp bool   // the encoder marks segments with styp: keyframes alone do not
+
+	// misaligned names a video track (this one or another) whose segment boundaries
+	// the last placement found to disagree with the reference rung's, and why.
+	misaligned, why string
 }
 
 // placement says where a chunk goes.
@@ -142,7 +168,7 @@ func (cu *cutter) place(c *Chunk) (uint64, placement) {
 	if boundary && (!cu.started || n > cu.n) {
 		cu.started, cu.open, cu.n = true, true, n
 		if cu.track.Kind == media.Video {
-			cu.tl.videoStarted(cu.track.ID, n, t)
+			cu.misaligned, cu.why = cu.tl.videoStarted(cu.track.ID, n, t)
 		}
 		return n, startSegment
 	}

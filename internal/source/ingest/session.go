@@ -245,10 +245,32 @@ func (ch *channel) store(ts *trackState, c *Chunk) error {
 	}
 	ts.cut.stored(c)
 	ch.count(ts, c, true)
+	if ts.cut.misaligned != "" {
+		ch.exclude(ts.cut.misaligned, ts.cut.why)
+		ts.cut.misaligned = ""
+	}
 	ch.mu.Lock()
 	ch.maxEnd = max(ch.maxEnd, ts.track.Duration(f.BaseMediaDecodeTime+f.Duration()))
 	ch.mu.Unlock()
 	return nil
+}
+
+// exclude keeps a rung whose segment boundaries disagree with the reference rung's
+// out of the channel's manifests and switching sets (its media is still stored and
+// archived), and reports it once: in the log and the track's status.
+func (ch *channel) exclude(trackID, why string) {
+	ch.mu.Lock()
+	ts := ch.tracks[trackID]
+	already := ts == nil || ts.stats.Misaligned != ""
+	if ts != nil && !already {
+		ts.stats.Misaligned = why
+	}
+	ch.mu.Unlock()
+	if already {
+		return
+	}
+	ch.hc.ExcludeTrack(trackID, why)
+	ch.log.Warn("a rung's segment boundaries disagree with the others': kept out of the manifests", "channel", ch.name, "track", trackID, "why", why)
 }
 
 // ---- an encoder that restarts its clock (restart_on_encoder_reconnect) ----
