@@ -590,3 +590,68 @@ func TestIngestMisalignedRungIsKeptOut(t *testing.T) {
 		t.Errorf("MPD %d:\n%s", code, mpd)
 	}
 }
+
+// Out-of-order and lost fragments: a fragment from the past is a duplicate and is
+// dropped; a gap (a fragment missing) ends the segment there and the track resumes
+// at its next keyframe; the request still succeeds and nothing stored is torn.
+func TestIngestOutOfOrderAndGaps(t *testing.T) {
+	o := newOrigin(t, Config{})
+	body := concat(videoHeader(t, 0),
+		videoChunk(t, 0, 25, true), videoChunk(t, 25, 25, false), // segment 0
+		videoChunk(t, 50, 25, true), videoChunk(t, 25, 25, false), // segment 1 begins; an old fragment again
+		videoChunk(t, 90, 10, false),  // frames 75..89 never came: a gap
+		videoChunk(t, 100, 25, false), // still before the next keyframe: dropped
+		videoChunk(t, 150, 50, true))  // segment 3 (at 6 s) resumes
+	if s, msg := o.post(t, Path("ch", "video", "cmfv"), bytes.NewReader(body)); s != 200 {
+		t.Fatalf("%d %s", s, msg)
+	}
+	for n, want := range map[uint64]uint64{0: 50 * frameTicks, 1: 25 * frameTicks, 3: 50 * frameTicks} {
+		seg, complete, err := o.ch.Partial("video", n)
+		if err != nil || !complete || seg.Duration != want {
+			t.Errorf("segment %d: %v complete %v, duration %v want %d", n, err, complete, seg, want)
+		}
+	}
+	if _, _, err := o.ch.Partial("video", 2); err == nil {
+		t.Error("a segment was made of the fragments after the gap")
+	}
+	if st, _ := o.in.Status("ch"); len(st) != 1 || st[0].Dropped != 3 || st[0].Chunks != 4 {
+		t.Errorf("status %+v: want 4 stored, 3 dropped", st)
+	}
+}
+
+// A slow encoder never holds up another channel: while one channel's request
+// trickles, another channel's encoder posts and is served completely.
+func TestIngestSlowEncoderBlocksNoOne(t *testing.T) {
+	o := newOrigin(t, Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	other, err := o.in.AddChannel(ctx, o.hub, ChannelOptions{Name: "other", Token: testToken, SegmentDuration: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	slow := make(chan int, 1)
+	go func() {
+		s, _ := o.post(t, Path("ch", "video", "cmfv"), pr)
+		slow <- s
+	}()
+	hdr := videoHeader(t, 0)
+	if _, err := pw.Write(hdr[:len(hdr)/2]); err != nil { // half a header, then silence
+		t.Fatal(err)
+	}
+	if s, msg := o.post(t, Path("other", "video", "cmfv"), bytes.NewReader(videoBody(t, 3))); s != 200 {
+		t.Fatalf("the other channel's encoder: %d %s", s, msg)
+	}
+	if _, complete, err := other.Partial("video", 2); err != nil || !complete {
+		t.Errorf("the other channel's last segment: %v %v", complete, err)
+	}
+	select {
+	case s := <-slow:
+		t.Fatalf("the slow request ended early: %d", s)
+	default:
+	}
+	pw.Close()
+	if s := <-slow; s != http.StatusBadRequest {
+		t.Errorf("the slow request, its header cut short: %d, want 400 (a body cut short)", s)
+	}
+}

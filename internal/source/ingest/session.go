@@ -215,6 +215,15 @@ func (ch *channel) store(ts *trackState, c *Chunk) error {
 	}
 	hadSegment, prevEnd := ts.cut.started && ts.cut.open, ts.cut.end
 	n, how := ts.cut.place(c)
+	if how == appendChunk && f.BaseMediaDecodeTime > ts.cut.end {
+		// A gap inside a segment (a fragment the encoder lost or skipped): what came
+		// before is a segment of its own, and what follows waits for the next
+		// boundary, rather than the whole track being refused.
+		ch.log.Warn("a gap in an ingested track: its segment ends there, and the track resumes at its next boundary",
+			"channel", ch.name, "track", ts.id, "from", ts.track.Duration(ts.cut.end), "to", ts.track.Duration(f.BaseMediaDecodeTime))
+		ch.endOpen(ts)
+		how = dropChunk
+	}
 	if how == dropChunk {
 		ch.count(ts, c, false)
 		return nil
