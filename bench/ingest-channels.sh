@@ -8,13 +8,19 @@
 # whether every channel kept up in real time (each track's newest chunk at most 3 s
 # old at the end). Origin on core 0, encoders on core 1 (taskset).
 #
+# With LOAD_CLIENTS=K, the same pull load runs in every step's measured window: K
+# HTTP/1.1 clients (`streambed load`, on core 1) of channel ch1's top rung and audio,
+# so output throughput can be compared as channels are added (the load tests found
+# it flat).
+#
 # Usage: bench/ingest-channels.sh [N ...]        (default: 1 5 10 20)
-#   env: STEP_S=30 (measured seconds per N)  OUT=docs/results/ingest  BIN=bin/streambed
+#   env: STEP_S=30 (measured seconds per N)  LOAD_CLIENTS=0  OUT=docs/results/ingest  BIN=bin/streambed
 # Output: OUT/channels-DATE.jsonl (one JSON object per N) and a markdown table on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin/streambed}
 STEP_S=${STEP_S:-30}
+LOAD_CLIENTS=${LOAD_CLIENTS:-0}
 OUT=${OUT:-docs/results/ingest}
 PORT=${PORT:-18761}
 STEPS=("$@"); [ ${#STEPS[@]} -gt 0 ] || STEPS=(1 5 10 20)
@@ -31,11 +37,11 @@ out="$OUT/channels-$(date -u +%Y%m%dT%H%M%SZ).jsonl"
 echo "== the published ladder, encoded once for the replay encoder (cached; minutes the first time)"
 "$BIN" encode live --replay --ladder published --to "http://127.0.0.1:1/ingest/warm" --duration 900 >/dev/null 2>&1 || true
 
-echo "| channels | in (Mbit/s) | origin CPU (cores) | CPU per channel | RSS (MiB) | RSS per channel (MiB) | 2× DVR window (MiB) | kept up |" 
-echo "|---|---|---|---|---|---|---|---|"
+echo "| channels | in (Mbit/s) | origin CPU (cores) | CPU per channel | RSS (MiB) | RSS per channel (MiB) | 2× DVR window (MiB) | kept up | pull clients | pull out (Mbit/s) | clients at the encoded rate |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for n in "${STEPS[@]}"; do
   args=()
-  for i in $(seq 1 "$n"); do args+=(--ingest "ch$i,preset=pure-live,token=T"); done
+  for i in $(seq 1 "$n"); do args+=(--ingest "ch$i,preset=pure-live,token=T,segment=1.92s"); done # 1.92 s: the published ladder's GOP (48 frames at 25 fps)
   rm -rf "$work/data"
   GOMAXPROCS=1 taskset -c 0 "$BIN" serve --http 127.0.0.1:$PORT --https "" --no-demo --channel "" \
     --log-level warn --data-dir "$work/data" "${args[@]}" > "$work/sb.log" 2>&1 &
@@ -49,9 +55,21 @@ for n in "${STEPS[@]}"; do
   done
   printf '   N=%d: warming up 10 s, measuring %d s…\r' "$n" "$STEP_S" >&2
   sleep 10
+  loadpid=""
+  if [ "$LOAD_CLIENTS" -gt 0 ]; then
+    taskset -c 1 "$BIN" load "http://127.0.0.1:$PORT/live/ch1/manifest.mpd" --transport http1 --clients "$LOAD_CLIENTS" \
+      --duration "${STEP_S}s" --ramp 1s --json --quiet > "$work/load.json" 2> "$work/load.err" &
+    loadpid=$!
+  fi
   t0=$(ticks $sb); s0=$(date +%s.%N)
   sleep "$STEP_S"
   t1=$(ticks $sb); s1=$(date +%s.%N); rss=$(rss_kb $sb)
+  out_mbps=0; share=0
+  if [ -n "$loadpid" ]; then
+    wait "$loadpid" || true
+    out_mbps=$(jq '[.steps[0] | .media_bytes * 8 / .duration_s / 1e6] | .[0]' "$work/load.json" 2>/dev/null || echo 0)
+    share=$(jq '.steps[0].share_at_encoded' "$work/load.json" 2>/dev/null || echo 0)
+  fi
   tok=$(cat "$work/data/admin.token")
   # Kept up: every track of every channel received a chunk in the last 3 s.
   behind=$(curl -s -H "Authorization: Bearer $tok" "http://127.0.0.1:$PORT/api/channels" |
@@ -62,8 +80,9 @@ for n in "${STEPS[@]}"; do
   mib=$(echo "$rss / 1024" | bc -l)
   dvr2=$(echo "2 * 10.19 * 30 / 8" | bc -l) # 2× 30 s of 10.19 Mbit/s, in MB ≈ MiB
   kept=$([ "$behind" = 0 ] && [ "$tracks" -ge $((n * 9)) ] && echo yes || echo "no ($behind of $tracks tracks behind)")
-  printf '| %d | %.1f | %.3f | %.4f | %.0f | %.1f | %.0f | %s |\n' "$n" "$(echo "$n*10.19" | bc -l)" "$cores" "$(echo "$cores/$n" | bc -l)" "$mib" "$(echo "$mib/$n" | bc -l)" "$dvr2" "$kept"
+  printf '| %d | %.1f | %.3f | %.4f | %.0f | %.1f | %.0f | %s | %d | %.1f | %.0f%% |\n' "$n" "$(echo "$n*10.19" | bc -l)" "$cores" "$(echo "$cores/$n" | bc -l)" "$mib" "$(echo "$mib/$n" | bc -l)" "$dvr2" "$kept" "$LOAD_CLIENTS" "${out_mbps:-0}" "$(echo "${share:-0}*100" | bc -l)"
   jq -cn --argjson n "$n" --argjson cores "$cores" --argjson rss_mib "$mib" --argjson behind "$behind" --argjson tracks "$tracks" --arg step "$STEP_S" \
-    '{channels:$n, in_mbps:($n*10.19), origin_cores:$cores, cores_per_channel:($cores/$n), rss_mib:$rss_mib, rss_per_channel_mib:($rss_mib/$n), tracks:$tracks, tracks_behind:$behind, measured_s:($step|tonumber)}' >> "$out"
+    --argjson clients "$LOAD_CLIENTS" --argjson out_mbps "${out_mbps:-0}" --argjson share "${share:-0}" \
+    '{channels:$n, in_mbps:($n*10.19), origin_cores:$cores, cores_per_channel:($cores/$n), rss_mib:$rss_mib, rss_per_channel_mib:($rss_mib/$n), tracks:$tracks, tracks_behind:$behind, measured_s:($step|tonumber), pull_clients:$clients, pull_out_mbps:$out_mbps, pull_share_at_encoded:$share}' >> "$out"
 done
 echo "raw: $out" >&2
