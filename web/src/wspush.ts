@@ -203,6 +203,7 @@ export class WsPushAdapter implements PlayerAdapter {
   // from the segment in progress (segmentDuration / (chunks seen so far)).
   private chunkDur = new Map<string, number>();
   private chunkBound = new Map<string, number>();
+  private lastIndex = new Map<string, number>(); // per kind: the newest chunk's index in its segment
   private edgeLags: { t: number; lag: number }[] = [];
   private segBytes = new Map<number, number>(); // bytes of the segment in progress, by track index
   private choice: ServerChoice | null = null;
@@ -377,8 +378,14 @@ export class WsPushAdapter implements PlayerAdapter {
     const index = f.start ? 0 : f.sequence; // a chunk's index in its segment
     const segDur = this.ready?.segmentDuration ?? 0;
     if (segDur > 0) {
+      // A segment's chunk count is known at its end flag, or, for an encoder's
+      // segments, which carry none, when the next one starts. Until then the count so
+      // far only bounds the duration (and must not reset it at every segment start).
+      const prev = this.lastIndex.get(t.kind);
       if (f.end) this.chunkDur.set(t.kind, segDur / (index + 1));
+      else if (f.start && prev != null) this.chunkDur.set(t.kind, segDur / (prev + 1));
       else this.chunkBound.set(t.kind, segDur / (index + 1));
+      this.lastIndex.set(t.kind, index);
     }
     if (f.end) {
       this.segBytes.delete(f.track);

@@ -312,7 +312,15 @@ type follower struct {
 
 func (f *follower) begin(n uint64, now time.Time) error {
 	f.seg = n
-	clear(f.next)
+	for id := range f.next {
+		// Only the video ladder's: the other track keeps its own segment, whose last
+		// chunk may still come after video's segment n began (an encoder's audio
+		// chunk that straddles the boundary). Clearing it dropped that chunk and
+		// left a hole in the audio that stalled the browser.
+		if f.s.other == nil || id != f.s.other.ID {
+			delete(f.next, id)
+		}
+	}
 	hold, err := f.s.boundary(n, now)
 	if err != nil {
 		return err
