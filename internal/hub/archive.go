@@ -192,7 +192,11 @@ func (a *archive) write(w archived) {
 		a.fail(err)
 		return
 	}
-	if err := appendLine(filepath.Join(dir, "index.txt"), fmt.Sprintf("%d %d %d %d\n", w.seg.Number, w.seg.Start, w.seg.Duration, w.seg.Size)); err != nil {
+	line := fmt.Sprintf("%d %d %d %d\n", w.seg.Number, w.seg.Start, w.seg.Duration, w.seg.Size)
+	if w.seg.Period > 0 {
+		line = fmt.Sprintf("%d %d %d %d p%d\n", w.seg.Number, w.seg.Start, w.seg.Duration, w.seg.Size, w.seg.Period)
+	}
+	if err := appendLine(filepath.Join(dir, "index.txt"), line); err != nil {
 		a.fail(err)
 		return
 	}
@@ -327,6 +331,7 @@ func (c *Channel) Archive() (ArchiveStats, bool) {
 type tracksFile struct {
 	AvailabilityStart time.Time      `json:"availability_start"`
 	Tracks            []*media.Track `json:"tracks"`
+	Periods           []media.Period `json:"periods,omitempty"` // live periods after the first
 }
 
 // archiveTracksLocked queues tracks.json with the channel's tracks as they are now.
@@ -335,7 +340,7 @@ func (c *Channel) archiveTracks() {
 		return
 	}
 	info := c.Info()
-	tf := tracksFile{AvailabilityStart: *c.anchor.Load()}
+	tf := tracksFile{AvailabilityStart: *c.anchor.Load(), Periods: c.Periods()}
 	for _, t := range info.Tracks {
 		cp := *t
 		cp.Segments, cp.InitPath = nil, ""
@@ -364,6 +369,9 @@ func (c *Channel) restoreFromArchive(dir string) error {
 		return fmt.Errorf("%s/tracks.json is damaged (%v): move it away to start the channel empty", dir, err)
 	}
 	c.anchor.Store(&tf.AvailabilityStart)
+	c.mu.Lock()
+	c.periods = tf.Periods
+	c.mu.Unlock()
 	cut := c.now().Add(-c.timeline.TimeShiftBufferDepth - c.timeline.SegmentDuration)
 	for _, t := range tf.Tracks {
 		if err := c.AddTrack(t); err != nil {
@@ -394,7 +402,7 @@ func (c *Channel) restoreFromArchive(dir string) error {
 				continue // pruned or never completed: not part of the window
 			}
 			e := &entry{seg: media.Segment{SegmentRef: r.ref}, complete: true, at: end}
-			e.seg.Chunks = []*media.Chunk{{Data: data, Start: r.ref.Start, Duration: r.ref.Duration, Keyframe: true}}
+			e.seg.Chunks = []*media.Chunk{{Data: data, Start: r.ref.Start, Duration: r.ref.Duration, Keyframe: true, Period: r.ref.Period}}
 			e.told = 1
 			c.mu.Lock()
 			if k := len(lt.segs); k == 0 || lt.segs[k-1].seg.Number < r.ref.Number {
@@ -437,16 +445,43 @@ func readIndexes(dir, track string) ([]indexed, error) {
 		}
 		sc := bufio.NewScanner(file)
 		for sc.Scan() {
-			var n, start, dur uint64
-			var size int64
-			line := sc.Text()
-			if k, err := fmt.Sscanf(line, "%d %d %d %d", &n, &start, &dur, &size); err != nil || k != 4 || strings.Count(line, " ") != 3 {
+			ref, ok := parseIndexLine(sc.Text())
+			if !ok {
 				continue
 			}
-			out = append(out, indexed{media.SegmentRef{Number: n, Start: start, Duration: dur, Size: size}, filepath.Join(f, fmt.Sprintf("%d.m4s", n))})
+			out = append(out, indexed{ref, filepath.Join(f, fmt.Sprintf("%d.m4s", ref.Number))})
 		}
 		file.Close()
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].ref.Number < out[j].ref.Number })
 	return out, nil
+}
+
+// parseIndexLine reads "n start duration size" and, for a segment of a later live
+// period, " pP". Anything else (a torn line) is not ok.
+func parseIndexLine(line string) (media.SegmentRef, bool) {
+	f := strings.Split(line, " ")
+	if len(f) != 4 && len(f) != 5 {
+		return media.SegmentRef{}, false
+	}
+	var r media.SegmentRef
+	var err error
+	nums := []*uint64{&r.Number, &r.Start, &r.Duration}
+	for i, p := range nums {
+		if *p, err = strconv.ParseUint(f[i], 10, 64); err != nil {
+			return media.SegmentRef{}, false
+		}
+	}
+	if r.Size, err = strconv.ParseInt(f[3], 10, 64); err != nil || r.Size < 0 {
+		return media.SegmentRef{}, false
+	}
+	if len(f) == 5 {
+		p, ok := strings.CutPrefix(f[4], "p")
+		v, err := strconv.ParseUint(p, 10, 32)
+		if !ok || err != nil {
+			return media.SegmentRef{}, false
+		}
+		r.Period = uint32(v)
+	}
+	return r, true
 }

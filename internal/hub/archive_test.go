@@ -279,3 +279,80 @@ func TestCutArchive(t *testing.T) {
 		}
 	}
 }
+
+// A later live period (an encoder that restarted) is recorded with its start, its
+// segments carry its index, and both come back from the archive after a restart.
+func TestArchiveKeepsPeriods(t *testing.T) {
+	dir := t.TempDir()
+	var mu sync.Mutex
+	now := time.Unix(1000, 0)
+	c, h, cancel := ingestLike(t, dir, &now, &mu, 0, 0)
+	if err := c.AddTrack(&media.Track{ID: "v", Kind: media.Video, Timescale: 1000, Codec: "avc1.64001f", Bandwidth: 500000}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetInit("v", []byte{7}); err != nil {
+		t.Fatal(err)
+	}
+	feed(t, c, &now, &mu, 0, 4)
+	c.StartPeriod(1, 4*time.Second)
+	for n := uint64(4); n < 7; n++ {
+		s := segment(n, 1000)
+		s.Chunks[0].Period = 1 // the first chunk says where the segment starts
+		mu.Lock()
+		now = time.Unix(1000+int64(n)+1, 0)
+		mu.Unlock()
+		if err := c.Publish("v", s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(who string, c *Channel) {
+		t.Helper()
+		w, err := c.Window(now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range w["v"] {
+			if want := uint32(0); r.Number >= 4 && r.Period != 1 || r.Number < 4 && r.Period != want {
+				t.Errorf("%s: segment %d in period %d", who, r.Number, r.Period)
+			}
+		}
+		if p := c.Periods(); len(p) != 1 || p[0] != (media.Period{Index: 1, Start: 4 * time.Second}) {
+			t.Errorf("%s: periods %v", who, p)
+		}
+	}
+	check("live", c)
+	cancel()
+	h.Close()
+	c2, h2, cancel2 := ingestLike(t, dir, &now, &mu, 0, 0)
+	defer h2.Close()
+	defer cancel2()
+	check("restored", c2)
+	// A segment after the restored ones stays in the newest period.
+	mu.Lock()
+	now = time.Unix(1008, 0)
+	mu.Unlock()
+	if err := c2.Publish("v", segment(7, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := c2.Ref("v", 7, now); err != nil || r.Period != 1 {
+		t.Errorf("segment 7: period %d (%v), want 1", r.Period, err)
+	}
+}
+
+func TestParseIndexLine(t *testing.T) {
+	for line, want := range map[string]*media.SegmentRef{
+		"3 3000 1000 512":    {Number: 3, Start: 3000, Duration: 1000, Size: 512},
+		"3 3000 1000 512 p2": {Number: 3, Start: 3000, Duration: 1000, Size: 512, Period: 2},
+		"3 3000 1000":        nil, // torn
+		"3 3000 1000 512 p":  nil,
+		"3 3000 1000 512 2":  nil,
+		"3 3000 1000 -1":     nil,
+		"3 3000 1000 5 p1 x": nil,
+		"":                   nil,
+	} {
+		got, ok := parseIndexLine(line)
+		if ok != (want != nil) || ok && got != *want {
+			t.Errorf("%q: %+v %v, want %+v", line, got, ok, want)
+		}
+	}
+}

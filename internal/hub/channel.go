@@ -36,6 +36,7 @@ type Channel struct {
 	archive   *archive // nil: no archive
 
 	mu      sync.Mutex
+	periods []media.Period // live periods after the first, oldest first
 	tracks  map[string]*liveTrack
 	subs    map[*Subscription]struct{}
 	changed chan struct{} // closed and replaced whenever a segment completes
@@ -227,6 +228,40 @@ func (c *Channel) describeLocked() {
 	c.info.Store(&info)
 }
 
+// StartPeriod records that live period index starts at media time start (since the
+// availability start): a source whose encoder restarted on a channel that marks
+// such restarts, and whose segments from then on carry the index (Chunk.Period).
+// Manifests announce it (a DASH Period, an HLS discontinuity). Periods that no stored
+// segment belongs to any more are forgotten, but the newest is always kept.
+func (c *Channel) StartPeriod(index uint32, start time.Duration) {
+	c.mu.Lock()
+	if n := len(c.periods); n > 0 && c.periods[n-1].Index >= index {
+		c.mu.Unlock()
+		return
+	}
+	c.periods = append(c.periods, media.Period{Index: index, Start: start})
+	oldest := index
+	for _, lt := range c.tracks {
+		if len(lt.segs) > 0 {
+			oldest = min(oldest, lt.segs[0].seg.Period)
+		}
+	}
+	i := 0
+	for i < len(c.periods)-1 && c.periods[i].Index < oldest {
+		i++
+	}
+	c.periods = append([]media.Period(nil), c.periods[i:]...)
+	c.mu.Unlock()
+	c.archiveTracks()
+}
+
+// Periods lists the live periods after the first, oldest first.
+func (c *Channel) Periods() []media.Period {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]media.Period(nil), c.periods...)
+}
+
 // Live is true: a channel grows and keeps a window.
 func (c *Channel) Live() bool { return true }
 
@@ -329,7 +364,11 @@ func (c *Channel) AppendChunk(trackID string, n uint64, ch *media.Chunk, end boo
 			done = append(done, prev)
 			events = append(events, Event{Track: trackID, Number: prev.seg.Number, Index: len(prev.seg.Chunks), Last: true})
 		}
-		e = &entry{seg: media.Segment{SegmentRef: media.SegmentRef{Number: n, Start: ch.Start}}}
+		period := ch.Period
+		if k := len(lt.segs); k > 0 {
+			period = max(period, lt.segs[k-1].seg.Period)
+		}
+		e = &entry{seg: media.Segment{SegmentRef: media.SegmentRef{Number: n, Start: ch.Start, Period: period}}}
 		lt.segs = append(lt.segs, e)
 	case ch.Start < e.seg.End():
 		// A duplicate: announce the stored chunk at its position if nobody has heard of it.

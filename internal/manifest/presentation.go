@@ -68,6 +68,13 @@ type Presentation struct {
 	MinimumUpdatePeriod        time.Duration  // 0: one segment duration
 	SuggestedPresentationDelay time.Duration  // 0: three segment durations
 	UTCTimingURL               string         // absolute or root-relative URL of /time; "" omits UTCTiming
+	// Periods are the live periods after the first (where each starts); segments
+	// say which they belong to (SegmentRef.Period). A DASH MPD lists a Period per
+	// period in the window, an HLS playlist an EXT-X-DISCONTINUITY before each.
+	Periods []media.Period
+	// PeriodStart is set by a renderer on the part of a presentation that is one
+	// later period: its start, whose media time is the presentationTimeOffset.
+	PeriodStart time.Duration
 	// StartNumber is the $Number$ of the segment at media time 0 (live: 0). On demand,
 	// the MPD uses the first listed segment's number instead, when segments are listed.
 	StartNumber uint64

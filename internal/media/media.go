@@ -62,6 +62,18 @@ type SegmentRef struct {
 	Duration uint64 `json:"duration"`       // track timescale
 	Size     int64  `json:"size,omitempty"` // bytes, when known
 	Path     string `json:"path,omitempty"` // file relative to the asset folder (assets only)
+	// Period is the live period the segment belongs to: 0 for a channel's first, one
+	// more each time its encoder restarted its clock on a channel that does not
+	// continue the timeline (a DASH Period, an HLS discontinuity).
+	Period uint32 `json:"period,omitempty"`
+}
+
+// Period is a live period after a channel's first: where it starts on the channel's
+// timeline (media time since the availability start, the same for every track).
+// Period 0 starts at 0 and is not listed.
+type Period struct {
+	Index uint32        `json:"index"`
+	Start time.Duration `json:"start"`
 }
 
 // End is the media time just after the segment.
@@ -74,6 +86,9 @@ type Chunk struct {
 	Start    uint64 // baseMediaDecodeTime (tfdt), track timescale
 	Duration uint64 // sum of sample durations, track timescale
 	Keyframe bool   // the first sample is a sync sample (a SAP, where a decoder can start)
+	// Period, on a segment's first chunk, is the live period the segment starts in
+	// (SegmentRef.Period); a segment is never in an earlier period than the one before.
+	Period uint32
 }
 
 // Segment is an addressable unit made of one or more chunks. Video segments start

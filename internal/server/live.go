@@ -52,6 +52,7 @@ func (s *Server) livePresentation(r *http.Request, c *hub.Channel, file string, 
 		Timeline:       tl,
 		UTCTimingURL:   baseURL(r) + "/time",
 		StartNumber:    0,
+		Periods:        c.Periods(),
 	}
 	if p.Addressing == manifest.Timeline {
 		p.MediaTemplate = manifest.AssetTimeTemplate

@@ -350,3 +350,123 @@ func TestErrors(t *testing.T) {
 		t.Errorf("live $Number$ MPD without startNumber=0:\n%s", got)
 	}
 }
+
+// withPeriod marks the segments of p numbered from `from` on as live period idx, as
+// an encoder restarting there on a channel without restart_on_encoder_reconnect
+// leaves them, and records where it starts (the video's first segment of it).
+func withPeriod(p *manifest.Presentation, idx uint32, from uint64) *manifest.Presentation {
+	var start time.Duration
+	for _, t := range p.Stream.Tracks {
+		for i, r := range p.Segments[t.ID] {
+			if r.Number >= from {
+				p.Segments[t.ID][i].Period = idx
+				if r.Number == from && t.Kind == media.Video {
+					start = t.Duration(r.Start)
+				}
+			}
+		}
+	}
+	p.Periods = append(p.Periods, media.Period{Index: idx, Start: start})
+	return p
+}
+
+// A live window across an encoder restart is two Periods: the later one starts where
+// it was recorded, its presentationTimeOffset is that start in each track's timescale
+// (media time is the channel's, so presentation time = media time), it lists only
+// its own segments, and the MPD is schema-valid. A window left with only the later
+// period keeps that period's id and start. Long uptime (media time since 1970) must
+// not overflow.
+func TestLivePeriods(t *testing.T) {
+	for _, addr := range []manifest.Addressing{manifest.Number, manifest.Timeline} {
+		for _, tc := range []struct {
+			name      string
+			ast, now  time.Time
+			splitBack uint64 // the period starts this many segments before the newest
+			periods   int
+		}{
+			{"two", ast2025, ast2025.Add(60500 * time.Millisecond), 2, 2},
+			{"two-long-uptime", epoch, longUptime, 3, 2},
+			{"only-later", ast2025, ast2025.Add(60500 * time.Millisecond), 99, 1},
+		} {
+			name := addr.String() + "-" + tc.name
+			t.Run(name, func(t *testing.T) {
+				p := live(tc.ast, 2*time.Second, 10*time.Second, tc.now, addr)
+				v := p.Segments[p.Stream.TracksOf(media.Video)[0].ID]
+				from := v[len(v)-1].Number - min(tc.splitBack, v[len(v)-1].Number)
+				if tc.name == "only-later" {
+					from = v[0].Number - 3 // began before the window
+					p.Periods = []media.Period{{Index: 4, Start: time.Duration(from) * 2 * time.Second}}
+					for _, tr := range p.Stream.Tracks {
+						for i := range p.Segments[tr.ID] {
+							p.Segments[tr.ID][i].Period = 4
+						}
+					}
+				} else {
+					withPeriod(p, 1, from)
+				}
+				mpd := render(t, p)
+				manifesttest.ValidateMPD(t, name+".mpd", mpd)
+				var m mpdXML
+				if err := xml.Unmarshal(mpd, &m); err != nil {
+					t.Fatal(err)
+				}
+				if len(m.Periods) != tc.periods {
+					t.Fatalf("%d Periods, want %d:\n%s", len(m.Periods), tc.periods, mpd)
+				}
+				for _, per := range m.Periods {
+					start := parseISO(t, per.Start)
+					for _, as := range per.AdaptationSets {
+						for _, r := range as.Representations {
+							st := r.SegmentTemplate
+							if st == nil {
+								st = as.SegmentTemplate
+							}
+							tr, _ := p.Stream.Track(r.ID)
+							// presentationTimeOffset is the Period's start in media time.
+							pto := time.Duration(float64(st.PresentationTimeOffset) / float64(st.Timescale) * float64(time.Second))
+							if (pto - start).Abs() > time.Millisecond {
+								t.Errorf("Period %s %s: presentationTimeOffset %v, Period@start %v", per.ID, r.ID, pto, start)
+							}
+							var mine []media.SegmentRef
+							for _, s := range p.Segments[tr.ID] {
+								if fmt.Sprint(s.Period) == per.ID {
+									mine = append(mine, s)
+								}
+							}
+							sub := *p
+							sub.Segments = map[string][]media.SegmentRef{tr.ID: mine}
+							if addr == manifest.Number && per.ID != "0" {
+								sub.StartNumber = uint64(start / (2 * time.Second))
+							}
+							if addr == manifest.Timeline || per.ID == "0" {
+								checkPeriodAddressing(t, &sub, tr, st)
+							} else {
+								checkAddressing(t, &sub, tr, st)
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// checkPeriodAddressing is checkAddressing for a SegmentTimeline of a later period
+// (or the first), whose presentationTimeOffset (checked by the caller) is not 0.
+func checkPeriodAddressing(t *testing.T, p *manifest.Presentation, tr *media.Track, st *segmentTemplateXML) {
+	t.Helper()
+	cp := *st
+	cp.PresentationTimeOffset = 0
+	checkAddressing(t, p, tr, &cp)
+}
+
+// parseISO reads the xs:duration formatDuration writes (PT…H…M…S).
+func parseISO(t *testing.T, s string) time.Duration {
+	t.Helper()
+	r := strings.NewReplacer("PT", "", "H", "h", "M", "m", "S", "s")
+	d, err := time.ParseDuration(r.Replace(s))
+	if err != nil {
+		t.Fatalf("duration %q: %v", s, err)
+	}
+	return d
+}

@@ -1,7 +1,8 @@
 // Package dash renders MPEG-DASH MPDs (ISO/IEC 23009-1, live profile, CMAF segments)
 // from a manifest.Presentation.
 //
-// Layout of every MPD: one Period starting at 0; one AdaptationSet for the video
+// Layout of every MPD: one Period starting at 0 (live: one per period in the window,
+// see splitPeriods); one AdaptationSet for the video
 // tracks and one per audio language; a Representation per track. Segments are
 // addressed by a SegmentTemplate with either $Number$ and a nominal @duration, or a
 // SegmentTimeline and $Time$. The SegmentTemplate sits on the AdaptationSet when it is
@@ -18,6 +19,7 @@ import (
 	"math/bits"
 	"reflect"
 	"regexp"
+	"sort"
 	"time"
 
 	"github.com/streambed/streambed/internal/manifest"
@@ -95,16 +97,99 @@ func build(p *manifest.Presentation) (*mpdXML, error) {
 		m.MediaPresentationDuration = formatDuration(presentationDuration(p))
 	}
 
-	per := periodXML{ID: "0", Start: "PT0S"}
-	for i, g := range groups(p.Stream) {
-		as, err := adaptationSet(p, i+1, g)
-		if err != nil {
-			return nil, fmt.Errorf("dash: stream %q: %w", p.Stream.Name, err)
+	for _, pp := range splitPeriods(p) {
+		per := periodXML{ID: fmt.Sprint(pp.index), Start: formatDuration(pp.start)}
+		for i, g := range groups(pp.Stream) {
+			as, err := adaptationSet(pp.Presentation, i+1, g)
+			if err != nil {
+				return nil, fmt.Errorf("dash: stream %q: %w", p.Stream.Name, err)
+			}
+			per.AdaptationSets = append(per.AdaptationSets, as)
 		}
-		per.AdaptationSets = append(per.AdaptationSets, as)
+		m.Periods = append(m.Periods, per)
 	}
-	m.Periods = []periodXML{per}
 	return m, nil
+}
+
+// period is one Period of an MPD: the presentation narrowed to its segments (and,
+// with a SegmentTimeline, to the tracks that have some), and where it starts.
+type period struct {
+	*manifest.Presentation
+	index uint32
+	start time.Duration // Period@start; its media time is presentationTimeOffset
+}
+
+// splitPeriods cuts a live window at its period boundaries (SegmentRef.Period): an
+// encoder restarted there, and the Period tells players to reset their decoders.
+// Media time stays the channel's (the ingest shifted it), so a later period's
+// presentationTimeOffset is its start; a window within one period, and every
+// on-demand presentation, is a single Period as it always was (start 0, id "0",
+// unless the window holds only a later period).
+func splitPeriods(p *manifest.Presentation) []period {
+	var indexes []uint32
+	seen := map[uint32]bool{}
+	for _, t := range p.Stream.Tracks {
+		for _, r := range p.Segments[t.ID] {
+			if !seen[r.Period] {
+				seen[r.Period] = true
+				indexes = append(indexes, r.Period)
+			}
+		}
+	}
+	if !p.Live || len(indexes) == 0 || len(indexes) == 1 && indexes[0] == 0 {
+		return []period{{Presentation: p}}
+	}
+	sort.Slice(indexes, func(i, j int) bool { return indexes[i] < indexes[j] })
+	out := make([]period, 0, len(indexes))
+	for _, idx := range indexes {
+		q := *p
+		q.Segments = map[string][]media.SegmentRef{}
+		stream := *p.Stream
+		stream.Tracks = nil
+		for _, t := range p.Stream.Tracks {
+			var refs []media.SegmentRef
+			for _, r := range p.Segments[t.ID] {
+				if r.Period == idx {
+					refs = append(refs, r)
+				}
+			}
+			if len(refs) == 0 && p.Addressing == manifest.Timeline {
+				continue // a SegmentTimeline cannot be empty: the track sits this period out
+			}
+			q.Segments[t.ID] = refs
+			stream.Tracks = append(stream.Tracks, t)
+		}
+		q.Stream = &stream
+		pp := period{Presentation: &q, index: idx}
+		if idx > 0 {
+			pp.start = periodStart(p, idx)
+			q.PeriodStart = pp.start
+			if p.Addressing == manifest.Number {
+				q.StartNumber = uint64(pp.start / p.SegmentDuration())
+			}
+		}
+		out = append(out, pp)
+	}
+	return out
+}
+
+// periodStart is where live period idx starts: as recorded, else (a presentation
+// that lost the record) its earliest listed segment.
+func periodStart(p *manifest.Presentation, idx uint32) time.Duration {
+	for _, pr := range p.Periods {
+		if pr.Index == idx {
+			return pr.Start
+		}
+	}
+	start := time.Duration(-1)
+	for _, t := range p.Stream.Tracks {
+		for _, r := range p.Segments[t.ID] {
+			if r.Period == idx && (start < 0 || t.Duration(r.Start) < start) {
+				start = t.Duration(r.Start)
+			}
+		}
+	}
+	return max(start, 0)
 }
 
 // checkTemplates rejects identifiers the addressing cannot resolve: $Time$ needs a
@@ -281,6 +366,9 @@ func segmentTemplate(p *manifest.Presentation, t *media.Track) (*segmentTemplate
 		}
 		st.Timescale, st.Duration = ts, &dur
 		start := p.StartNumber
+		if p.Live && p.PeriodStart > 0 {
+			st.PresentationTimeOffset, _ = rescale(uint64(p.PeriodStart), uint64(ts), uint64(time.Second))
+		}
 		if !p.Live && len(segs) > 0 {
 			start = segs[0].Number
 			pto, ok := rescale(segs[0].Start, uint64(ts), uint64(t.Timescale))
@@ -298,6 +386,8 @@ func segmentTemplate(p *manifest.Presentation, t *media.Track) (*segmentTemplate
 		first := segs[0]
 		if !p.Live {
 			st.PresentationTimeOffset = first.Start
+		} else if p.PeriodStart > 0 {
+			st.PresentationTimeOffset, _ = rescale(uint64(p.PeriodStart), uint64(t.Timescale), uint64(time.Second))
 		}
 		// startNumber lets $Number$ templates work with a timeline too; @startNumber is
 		// 32-bit, so a long-running channel numbered from the epoch may not fit. Then

@@ -171,10 +171,12 @@ func averageBandwidth(p *manifest.Presentation, t *media.Track) (int, bool) {
 // ceiling would make a live audio playlist's target flip between 2 and 3 as the window
 // slides, which 6.2.1 forbids.
 //
-// Gaps in media time between listed segments are not marked with
-// EXT-X-DISCONTINUITY: a stateless renderer cannot keep the EXT-X-DISCONTINUITY-SEQUENCE
-// a sliding window would then need. fMP4 timestamps stay monotonic across a gap, and
-// live players place segments by their program dates.
+// A segment that starts a new live period (SegmentRef.Period, an encoder that
+// restarted) follows an EXT-X-DISCONTINUITY, and EXT-X-DISCONTINUITY-SEQUENCE is the
+// first listed segment's period: periods are numbered from 0, one per discontinuity,
+// so the count stays right as the window slides. Mere gaps in media time are not
+// marked: fMP4 timestamps stay monotonic across a gap, and live players place
+// segments by their program dates.
 //
 // Errors wrap media.ErrNotFound for an unknown track, media.ErrNotYet for a live
 // window without segments and media.ErrInvalidMedia for a malformed presentation.
@@ -209,13 +211,19 @@ func RenderMedia(w io.Writer, p *manifest.Presentation, trackID string) error {
 	fmt.Fprintf(&b, "#EXT-X-VERSION:%d\n", Version)
 	fmt.Fprintf(&b, "#EXT-X-TARGETDURATION:%d\n", targetDuration(t, segs, p.SegmentDuration()))
 	fmt.Fprintf(&b, "#EXT-X-MEDIA-SEQUENCE:%d\n", segs[0].Number)
+	if segs[0].Period > 0 {
+		fmt.Fprintf(&b, "#EXT-X-DISCONTINUITY-SEQUENCE:%d\n", segs[0].Period)
+	}
 	if !p.Live {
 		b.WriteString("#EXT-X-PLAYLIST-TYPE:VOD\n")
 	}
 	b.WriteString("#EXT-X-INDEPENDENT-SEGMENTS\n")
 	fmt.Fprintf(&b, "#EXT-X-MAP:URI=%s\n", quote(initURI))
-	for _, s := range segs {
+	for i, s := range segs {
 		vals.Number, vals.Time = s.Number, s.Start
+		if i > 0 && s.Period != segs[i-1].Period {
+			b.WriteString("#EXT-X-DISCONTINUITY\n")
+		}
 		uri, err := uriFrom(playlist, p.MediaTemplate, vals)
 		if err != nil {
 			return fmt.Errorf("hls: track %q: %w", t.ID, err)

@@ -305,3 +305,44 @@ func TestTargetDuration(t *testing.T) {
 		}
 	}
 }
+
+// A live window across an encoder restart has an EXT-X-DISCONTINUITY before the
+// later period's first segment; once the earlier period has left the window,
+// EXT-X-DISCONTINUITY-SEQUENCE counts it, so players keep their discontinuity count.
+func TestLivePeriodDiscontinuity(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		from       int // index in the window of the later period's first segment
+		tags       int
+		seqWritten string
+	}{
+		{"across", 3, 1, ""},
+		{"after", 0, 0, "#EXT-X-DISCONTINUITY-SEQUENCE:1\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := live(ast2025, 2*time.Second, 10*time.Second, ast2025.Add(60500*time.Millisecond), manifest.Number)
+			for _, tr := range p.Stream.Tracks {
+				for i := tc.from; i < len(p.Segments[tr.ID]); i++ {
+					p.Segments[tr.ID][i].Period = 1
+				}
+			}
+			for _, tr := range p.Stream.Tracks {
+				pl := string(mediaPlaylist(t, p, tr.ID))
+				if n := strings.Count(pl, "#EXT-X-DISCONTINUITY\n"); n != tc.tags {
+					t.Errorf("%s: %d EXT-X-DISCONTINUITY, want %d:\n%s", tr.ID, n, tc.tags, pl)
+				}
+				if tc.seqWritten != "" && !strings.Contains(pl, tc.seqWritten) || tc.seqWritten == "" && strings.Contains(pl, "DISCONTINUITY-SEQUENCE") {
+					t.Errorf("%s: discontinuity sequence, want %q:\n%s", tr.ID, tc.seqWritten, pl)
+				}
+				if tc.tags == 1 {
+					// The tag stands right before the later period's first segment.
+					i := strings.Index(pl, "#EXT-X-DISCONTINUITY\n")
+					seg := p.Segments[tr.ID][tc.from]
+					if next := pl[i:]; !strings.Contains(next[:strings.Index(next, ".m4s")+4], fmt.Sprintf("\n%d.m4s", seg.Number)) {
+						t.Errorf("%s: the tag is not before segment %d:\n%s", tr.ID, seg.Number, pl)
+					}
+				}
+			}
+		})
+	}
+}

@@ -511,10 +511,11 @@ func TestChannelWaits(t *testing.T) {
 	}
 }
 
-// An encoder whose clock restarts (its media time begins again at 0): with
-// restart_on_encoder_reconnect the channel's timeline continues at the next segment
-// boundary, numbered on, with the chunks' decode times rewritten; without it the
-// request is refused with a body that says what to do.
+// An encoder whose clock restarts (its media time begins again at 0): the channel's
+// timeline continues at the next segment boundary, numbered on, with the chunks'
+// decode times rewritten. With restart_on_encoder_reconnect that is all; without it
+// the restart is also a new period: a second DASH Period (schema-valid, its
+// presentationTimeOffset its start) and an HLS EXT-X-DISCONTINUITY.
 func TestIngestEncoderClockRestart(t *testing.T) {
 	o := newOrigin(t, Config{})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -526,40 +527,72 @@ func TestIngestEncoderClockRestart(t *testing.T) {
 	// Ten segments from media time 0, then the encoder restarts at 0 with four more.
 	first := videoBody(t, 10)
 	again := videoBody(t, 4)
-	for name, ch := range map[string]string{"re": "re", "off": "ch"} {
+	for _, ch := range []string{"re", "ch"} {
 		if s, msg := o.post(t, Path(ch, "video", "cmfv"), bytes.NewReader(first)); s != 200 {
-			t.Fatalf("%s: first run: %d %s", name, s, msg)
+			t.Fatalf("%s: first run: %d %s", ch, s, msg)
 		}
-		s, msg := o.post(t, Path(ch, "video", "cmfv"), bytes.NewReader(again))
-		if name == "off" {
-			if s != 400 || !strings.Contains(msg, "restart_on_encoder_reconnect") {
-				t.Errorf("restart without the option: %d %s", s, msg)
-			}
-			continue
-		}
-		if s != 200 {
-			t.Fatalf("restart with the option: %d %s", s, msg)
+		if s, msg := o.post(t, Path(ch, "video", "cmfv"), bytes.NewReader(again)); s != 200 {
+			t.Fatalf("%s: restart: %d %s", ch, s, msg)
 		}
 	}
 	// Segments 0..9, then the restarted encoder's four as 10..13, contiguous, each
-	// chunk's tfdt where the timeline says.
-	var prev *media.Segment
-	for n := uint64(0); n < 14; n++ {
-		seg, _, err := re.Partial("video", n)
-		if err != nil {
-			t.Fatalf("segment %d: %v", n, err)
+	// chunk's tfdt where the timeline says; in period 1 only without the option.
+	for name, c := range map[string]*hub.Channel{"re": re, "ch": o.ch} {
+		var prev *media.Segment
+		for n := uint64(0); n < 14; n++ {
+			seg, _, err := c.Partial("video", n)
+			if err != nil {
+				t.Fatalf("%s: segment %d: %v", name, n, err)
+			}
+			if prev != nil && seg.Start != prev.End() {
+				t.Errorf("%s: segment %d starts at %d, the previous ended at %d", name, n, seg.Start, prev.End())
+			}
+			frags, err := cmaf.ParseFragments(seg.Bytes())
+			if err != nil || len(frags) == 0 || frags[0].BaseMediaDecodeTime != seg.Start {
+				t.Errorf("%s: segment %d: tfdt %v, want %d (%v)", name, n, frags, seg.Start, err)
+			}
+			want := uint32(0)
+			if name == "ch" && n >= 10 {
+				want = 1
+			}
+			if seg.Period != want {
+				t.Errorf("%s: segment %d in period %d, want %d", name, n, seg.Period, want)
+			}
+			prev = seg
 		}
-		if prev != nil && seg.Start != prev.End() {
-			t.Errorf("segment %d starts at %d, the previous ended at %d", n, seg.Start, prev.End())
+		if _, _, err := c.Partial("video", 14); err == nil {
+			t.Errorf("%s: a fifteenth segment appeared", name)
 		}
-		frags, err := cmaf.ParseFragments(seg.Bytes())
-		if err != nil || len(frags) == 0 || frags[0].BaseMediaDecodeTime != seg.Start {
-			t.Errorf("segment %d: tfdt %v, want %d (%v)", n, frags, seg.Start, err)
-		}
-		prev = seg
 	}
-	if _, _, err := re.Partial("video", 14); err == nil {
-		t.Error("a fifteenth segment appeared")
+	if p := re.Periods(); len(p) != 0 {
+		t.Errorf("with restart_on_encoder_reconnect: periods %v, want none", p)
+	}
+	if p := o.ch.Periods(); len(p) != 1 || p[0].Index != 1 || p[0].Start != 20*time.Second {
+		t.Errorf("without it: periods %v, want period 1 at 20s", p)
+	}
+
+	// The manifests. Pinned to a time when the whole window is available.
+	now := fmt.Sprintf("?nowMS=%d", o.ch.Timeline().AvailabilityStart.Add(29*time.Second).UnixMilli())
+	for _, tc := range []struct{ ch, file string }{{"ch", "manifest.mpd"}, {"ch", "manifest-timeline.mpd"}, {"re", "manifest-timeline.mpd"}} {
+		code, mpd := o.get(t, "/live/"+tc.ch+"/"+tc.file+now)
+		if code != 200 {
+			t.Fatalf("%s/%s: %d %s", tc.ch, tc.file, code, mpd)
+		}
+		validateMPD(t, tc.ch+"-"+tc.file, mpd)
+		periods := strings.Count(string(mpd), "<Period ")
+		switch {
+		case tc.ch == "re" && periods != 1:
+			t.Errorf("%s/%s: %d Periods, want 1:\n%s", tc.ch, tc.file, periods, mpd)
+		case tc.ch == "ch" && (periods != 2 || !strings.Contains(string(mpd), `<Period id="1" start="PT20S">`) ||
+			!strings.Contains(string(mpd), `presentationTimeOffset="`)):
+			t.Errorf("%s/%s: want Periods 0 and 1 (at 20 s, with its presentationTimeOffset):\n%s", tc.ch, tc.file, mpd)
+		}
+	}
+	if code, pl := o.get(t, "/live/ch/video/playlist.m3u8"+now); code != 200 || strings.Count(string(pl), "#EXT-X-DISCONTINUITY\n") != 1 {
+		t.Errorf("HLS playlist %d, want one EXT-X-DISCONTINUITY:\n%s", code, pl)
+	}
+	if _, pl := o.get(t, "/live/re/video/playlist.m3u8"+now); strings.Contains(string(pl), "DISCONTINUITY") {
+		t.Errorf("HLS playlist with the timeline continued has a discontinuity:\n%s", pl)
 	}
 }
 

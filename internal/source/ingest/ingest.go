@@ -94,7 +94,8 @@ type channel struct {
 	anchored bool            // the availability start is set (from the first chunk, or the archive)
 	settled  map[string]bool // tracks whose first segment completion placed the start (settle)
 	maxEnd   time.Duration   // media time at the end of the newest stored chunk, any track
-	restart  *clockRestart   // the newest restart of the encoder's clock the channel continued
+	restart  *clockRestart   // the newest restart of the encoder's clock
+	period   uint32          // the newest live period (a restart without restart_on_encoder_reconnect starts one)
 
 	restartOnReconnect bool
 	tracks             map[string]*trackState
@@ -141,6 +142,7 @@ func (in *Ingest) AddChannel(ctx context.Context, h *hub.Hub, o ChannelOptions) 
 			ch.settled[t.ID] = true
 			if refs := w[t.ID]; len(refs) > 0 {
 				ch.maxEnd = max(ch.maxEnd, t.Duration(refs[len(refs)-1].End()))
+				ch.period = max(ch.period, refs[len(refs)-1].Period)
 			}
 		}
 	}

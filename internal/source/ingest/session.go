@@ -40,6 +40,7 @@ type trackState struct {
 	// its clock restarted (restart_on_encoder_reconnect); seq numbers shifted chunks.
 	offset time.Duration
 	seq    uint32
+	period uint32 // the live period its chunks go to since its encoder's clock restarted
 }
 
 // session is one request feeding a track.
@@ -199,14 +200,20 @@ func (ch *channel) store(ts *trackState, c *Chunk) error {
 		}
 		f = &c.Fragment
 	}
-	if ts.cut.started && f.BaseMediaDecodeTime+rewind < ts.cut.end || !ts.cut.started && ch.restartOnReconnect && ch.behind(ts.track, f.BaseMediaDecodeTime) {
-		if !ch.restartOnReconnect {
-			return fmt.Errorf("media time went back from %v to %v: the encoder restarted its clock; enable restart_on_encoder_reconnect on the channel to continue its timeline, or recreate the channel (or send timestamps that continue, such as wall-clock time): %w",
-				ts.track.Duration(ts.cut.end), ts.track.Duration(f.BaseMediaDecodeTime), media.ErrInvalidMedia)
-		}
+	if ts.cut.started && f.BaseMediaDecodeTime+rewind < ts.cut.end || !ts.cut.started && ch.restarted(ts, f.BaseMediaDecodeTime, rewind) {
 		raw := ts.track.Duration(f.BaseMediaDecodeTime) - ts.offsetDuration()
 		unshifted := &Chunk{Data: c.Data, Fragment: rawFragment(c.Fragment, ts), Styp: c.Styp, Last: c.Last, Prft: c.Prft}
-		ts.offset = ch.restartOffset(ts.track, raw)
+		r, first := ch.restartOffset(ts.track, raw)
+		ts.offset, ts.period = r.offset, r.period
+		if first {
+			how := "the channel continues its timeline (restart_on_encoder_reconnect)"
+			if !ch.restartOnReconnect {
+				how = "a new period begins (a DASH Period, an HLS discontinuity)"
+				ch.hc.StartPeriod(r.period, raw+r.offset)
+			}
+			ch.log.Info("the encoder restarted its clock: "+how, "channel", ch.name, "track", ts.id,
+				"encoder_time", raw, "channel_time", raw+r.offset, "period", r.period)
+		}
 		var err error
 		if c, err = ch.shift(ts, unshifted); err != nil {
 			return err
@@ -248,7 +255,7 @@ func (ch *channel) store(ts *trackState, c *Chunk) error {
 	if ts.estimated && ts.track.Bandwidth == 0 {
 		ch.measure(ts) // the first chunk: a start
 	}
-	err := ch.hc.AppendChunk(ts.id, n, &media.Chunk{Data: c.Data, Start: f.BaseMediaDecodeTime, Duration: f.Duration(), Keyframe: f.Keyframe()}, false)
+	err := ch.hc.AppendChunk(ts.id, n, &media.Chunk{Data: c.Data, Start: f.BaseMediaDecodeTime, Duration: f.Duration(), Keyframe: f.Keyframe(), Period: ts.period}, false)
 	if err != nil {
 		return err
 	}
@@ -293,26 +300,55 @@ func (ch *channel) behind(tr *media.Track, t uint64) bool {
 	return ch.maxEnd > 0 && tr.Duration(t)+maxRewindSegments*ch.tl.d < ch.maxEnd
 }
 
-// restartOffset is the shift that continues the channel's timeline for an encoder
-// whose clock restarted at raw: media at raw lands on the first segment boundary
-// after everything stored. The channel's tracks restart together (one encoder), so
-// the first to arrive decides and the others, starting within a few segments of
-// the same raw time, take the same shift: they stay aligned.
-func (ch *channel) restartOffset(tr *media.Track, raw time.Duration) time.Duration {
+// restarted says whether a track's first chunk in this process, at media time t,
+// comes from a clock that began again: with
+// restart_on_encoder_reconnect, when it is behind what the channel stored of any track
+// (the encoder's other tracks may have restarted first); without it, when it is behind
+// what the channel stored of this track (after an origin restart, from the archive),
+// so that a rung that merely joins late is not taken for a restart.
+func (ch *channel) restarted(ts *trackState, t, rewind uint64) bool {
+	if ch.restartOnReconnect {
+		return ch.behind(ts.track, t)
+	}
+	w, err := ch.hc.Window(ch.now())
+	if err != nil {
+		return false
+	}
+	refs := w[ts.id]
+	return len(refs) > 0 && t+rewind < refs[len(refs)-1].End()
+}
+
+// restartOffset is the restart of the encoder's clock at raw: the shift that puts
+// media at raw on the first segment boundary after everything stored, and the
+// period it goes to. The channel's tracks restart together (one encoder), so the
+// first to arrive decides (first is true for it) and the others, starting within a
+// few segments of the same raw time, take the same shift and period: they stay
+// aligned.
+//
+// Either way the media is shifted onto the channel's timeline, so every transport
+// reads one continuous timeline. With restart_on_encoder_reconnect that is all: the
+// stream simply goes on. Without it the restart is also a new period, which the
+// manifests announce (a DASH Period, an HLS EXT-X-DISCONTINUITY), so players reset
+// their decoders there, as they must for a new encoder session.
+func (ch *channel) restartOffset(tr *media.Track, raw time.Duration) (r clockRestart, first bool) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	if r := ch.restart; r != nil && (raw-r.raw).Abs() < maxRewindSegments*ch.tl.d {
-		return r.offset
+		return *r, false
 	}
 	next := (ch.maxEnd + ch.tl.d - 1) / ch.tl.d * ch.tl.d
-	ch.restart = &clockRestart{raw: raw, offset: next - raw}
-	return next - raw
+	if !ch.restartOnReconnect {
+		ch.period++
+	}
+	ch.restart = &clockRestart{raw: raw, offset: next - raw, period: ch.period}
+	return *ch.restart, true
 }
 
-// clockRestart is a restart of the encoder's clock that the channel continues.
+// clockRestart is a restart of the encoder's clock.
 type clockRestart struct {
 	raw    time.Duration // media time at which the encoder's clock began again
 	offset time.Duration // added to the encoder's media time from then on
+	period uint32        // the live period its media goes to
 }
 
 // offsetDuration is the track's shift as a duration.
