@@ -277,3 +277,59 @@ func TestFFmpegDASHMuxerIngest(t *testing.T) {
 	probeStreams(t, base+"/live/live/manifest-timeline.mpd")
 	checkSegments(t, base, c, tracks)
 }
+
+// TestFFmpegDASHMuxerTemplateIngest: the one-request-per-segment form with the
+// encoder's own SegmentTemplate names. FFmpeg's dash muxer PUTs
+// {RepresentationID}/init.m4s and {RepresentationID}/seg-{Number%05d}.m4s (the init
+// segments and the first audio segment before its first MPD) and its MPD, whose
+// templates the channel reads: the tracks are the Representation ids "0" and "1",
+// and their segments are served, each following the one before.
+func TestFFmpegDASHMuxerTemplateIngest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skips the live FFmpeg encode (about 8 s)")
+	}
+	base, c, in, warn := ffmpegOrigin(t)
+	const seconds = 8
+	u := strings.Replace(base, "http://", "http://ingest:"+testToken+"@", 1) + "/ingest/live/manifest.mpd"
+	enc := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-re",
+		"-f", "lavfi", "-i", fmt.Sprintf("testsrc2=size=320x180:rate=25:duration=%d", seconds),
+		"-f", "lavfi", "-i", fmt.Sprintf("sine=frequency=440:sample_rate=48000:duration=%d", seconds),
+		"-map", "0:v", "-map", "1:a", "-c:v", "libx264", "-preset", "ultrafast", "-g", "50", "-keyint_min", "50",
+		"-sc_threshold", "0", "-bf", "0", "-b:v", "300k", "-c:a", "aac", "-b:a", "64k",
+		"-f", "dash", "-seg_duration", "2", "-use_timeline", "1",
+		"-init_seg_name", "$RepresentationID$/init.m4s", "-media_seg_name", "$RepresentationID$/seg-$Number%05d$.m4s",
+		"-method", "PUT", u)
+	out, err := enc.CombinedOutput()
+	if err != nil {
+		t.Fatalf("ffmpeg: %v\n%s", err, out)
+	}
+	n, ok := c.Latest(time.Now())
+	if !ok || n < 2 {
+		t.Fatalf("after %d s of segments: latest complete %d, %v; warnings %v", seconds, n, ok, warn.msgs)
+	}
+	tracks := []string{"0", "1"}
+	if got := c.Info().Tracks; len(got) != 2 || got[0].ID != "0" || got[0].Kind != "video" || got[1].ID != "1" || got[1].Kind != "audio" {
+		t.Fatalf("tracks %+v, want video 0 and audio 1, the MPD's Representation ids", got)
+	}
+	ch, err := in.channel("live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := ch.templates.Load()
+	if tm == nil {
+		t.Fatal("the channel has no templates from FFmpeg's MPD")
+	}
+	for path, want := range map[string]string{"0/init.m4s": "0", "1/seg-00042.m4s": "1"} {
+		if rep, ok, err := tm.match(path); !ok || err != nil || rep != want {
+			t.Errorf("FFmpeg's MPD maps %s to %q %v %v, want %q", path, rep, ok, err, want)
+		}
+	}
+	checkManifests(t, base, "live", tracks)
+	probeStreams(t, base+"/live/live/manifest-timeline.mpd")
+	checkSegments(t, base, c, tracks)
+	warn.mu.Lock()
+	defer warn.mu.Unlock()
+	if len(warn.msgs) > 0 {
+		t.Errorf("the origin warned: %s", strings.Join(warn.msgs, "\n"))
+	}
+}

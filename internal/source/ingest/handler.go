@@ -18,8 +18,9 @@ import (
 )
 
 // Patterns are the routes of the ingest handler, for http.ServeMux (or
-// server.Server.Handle): POST and PUT of /ingest/{channel}/Streams({track}.cmfv|.cmfa).
-var Patterns = []string{"POST /ingest/{channel}/{stream}", "PUT /ingest/{channel}/{stream}"}
+// server.Server.Handle): POST and PUT of /ingest/{channel}/Streams({track}.cmfv|.cmfa),
+// and of the per-segment form's files and manifests anywhere under /ingest/{channel}/.
+var Patterns = []string{"POST /ingest/{channel}/{stream...}", "PUT /ingest/{channel}/{stream...}"}
 
 // Path is the URL path of a track of an ingest channel (ext "cmfv" or "cmfa").
 func Path(channel, track, ext string) string {
@@ -52,15 +53,14 @@ func (in *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, msg, status)
 		return
 	}
-	id, kind, manifest, err := parseIngestName(r.PathValue("stream"))
+	stream := r.PathValue("stream")
+	id, kind, manifest, err := ingestTrack(stream, ch.templates.Load())
 	if err != nil {
 		in.fail(w, err)
 		return
 	}
 	if manifest {
-		// The per-segment form's encoder (FFmpeg's dash muxer) also sends its MPD or
-		// playlist: the origin makes its own from the media, so it is read and let go.
-		if _, err := io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20)); err != nil {
+		if err := in.readManifest(ch, stream, r.Body); err != nil {
 			in.fail(w, err)
 			return
 		}
@@ -121,12 +121,55 @@ func (ch *channel) authorize(r *http.Request) (status int, msg string) {
 	return 0, ""
 }
 
-// parseIngestName reads the last part of an ingest URL: "Streams(video.cmfv)" (one
-// long-running request per track), or the one-request-per-segment form's file names
-// as FFmpeg's dash muxer makes them, "init-stream0.m4s" and "chunk-stream0-00001.m4s"
-// (track "stream0"; its kind comes from its CMAF header), or a manifest
-// ("manifest.mpd", "*.m3u8"), which is accepted and not used. A media segment's
-// place comes from its own decode time, never from its name.
+// errUnnamed is an ingest path that names no track in any form: 404.
+var errUnnamed = fmt.Errorf("want /ingest/{channel}/Streams({track}.cmfv|.cmfa); or, one request per segment, "+
+	"FFmpeg's init-stream{N}.m4s / chunk-stream{N}-{number}.m4s, a path that a SegmentTemplate of the MPD the encoder sent "+
+	"maps to a Representation, or {representation}/{name}.m4s|.mp4|.cmfv|.cmfa|.cmfm: %w", media.ErrNotFound)
+
+// ingestTrack reads the path of an ingest request under /ingest/{channel}/: the
+// forms of parseIngestName first (so FFmpeg's default names keep naming tracks
+// "stream{N}" whatever its MPD says), then a path that the encoder's MPD templates
+// (tm, nil before any) map to a Representation, then a path whose first folder is
+// the Representation, as "$RepresentationID$/..." templates make before the encoder
+// has sent its MPD. Its track's kind comes from the CMAF header, unless Streams()
+// names it. A media segment's place comes from its own decode time, never from its
+// name.
+func ingestTrack(p string, tm *templateMatcher) (id string, kind media.Kind, manifest bool, err error) {
+	id, kind, manifest, err = parseIngestName(p)
+	if !errors.Is(err, errUnnamed) {
+		return id, kind, manifest, err
+	}
+	if tm != nil {
+		if id, ok, err := tm.match(p); ok || err != nil {
+			return id, "", false, err
+		}
+	}
+	if rep, rest, ok := strings.Cut(p, "/"); ok && segmentFileExt(rest) {
+		if !media.ValidName(rep) {
+			return "", "", false, fmt.Errorf("ingest path %q: its first folder %q names the track: use 1–64 of [A-Za-z0-9._-]: %w", p, rep, media.ErrBadRequest)
+		}
+		return rep, "", false, nil
+	}
+	return "", "", false, fmt.Errorf("ingest path %q names no track: %w", p, errUnnamed)
+}
+
+// segmentFileExt says whether the file name at the end of path ends as a CMAF
+// segment file does.
+func segmentFileExt(path string) bool {
+	name := path[strings.LastIndexByte(path, '/')+1:]
+	for _, ext := range []string{".m4s", ".mp4", ".cmfv", ".cmfa", ".cmfm"} {
+		if strings.HasSuffix(name, ext) && len(name) > len(ext) {
+			return true
+		}
+	}
+	return false
+}
+
+// parseIngestName reads the forms of an ingest path (under /ingest/{channel}/) that
+// need no MPD: "Streams(video.cmfv)" (one long-running request per track), the
+// one-request-per-segment form's file names as FFmpeg's dash muxer makes them by
+// default, "init-stream0.m4s" and "chunk-stream0-00001.m4s" (track "stream0"), or a
+// manifest (any "*.mpd" or "*.m3u8"). Any other path is errUnnamed.
 func parseIngestName(s string) (id string, kind media.Kind, manifest bool, err error) {
 	switch {
 	case strings.HasPrefix(s, "Streams("):
@@ -136,7 +179,7 @@ func parseIngestName(s string) (id string, kind media.Kind, manifest bool, err e
 		return "", "", true, nil
 	}
 	base := strings.TrimSuffix(strings.TrimSuffix(s, ".m4s"), ".mp4")
-	if base != s {
+	if base != s && !strings.Contains(s, "/") {
 		if rep, ok := strings.CutPrefix(base, "init-stream"); ok {
 			id = "stream" + rep
 		} else if rest, ok := strings.CutPrefix(base, "chunk-stream"); ok {
@@ -146,9 +189,41 @@ func parseIngestName(s string) (id string, kind media.Kind, manifest bool, err e
 		}
 	}
 	if id == "" || !media.ValidName(id) {
-		return "", "", false, fmt.Errorf("ingest URL %q: want /ingest/{channel}/Streams({track}.cmfv|.cmfa), or a segment file init-stream{N}.m4s / chunk-stream{N}-{number}.m4s: %w", s, media.ErrNotFound)
+		return "", "", false, fmt.Errorf("ingest path %q names no track: %w", s, errUnnamed)
 	}
 	return id, "", false, nil
+}
+
+// readManifest reads a manifest the encoder sends in the per-segment form. The
+// origin makes its own manifests from the media, but an MPD's SegmentTemplates say
+// how the encoder names its segment files: the channel keeps them to map paths to
+// Representations. A playlist (*.m3u8) is read and let go. An MPD the origin cannot
+// read is refused, and the templates of the one before stay.
+func (in *Ingest) readManifest(ch *channel, name string, body io.Reader) error {
+	b, err := io.ReadAll(io.LimitReader(body, maxMPDBytes+1))
+	if err != nil {
+		return err
+	}
+	if len(b) > maxMPDBytes {
+		return fmt.Errorf("manifest %q over %d bytes: %w", name, maxMPDBytes, ErrTooLarge)
+	}
+	if !strings.HasSuffix(name, ".mpd") {
+		return nil
+	}
+	log := in.log.With("channel", ch.name, "mpd", name)
+	tm, err := parseMPDTemplates(ch.name, name, b)
+	if err != nil {
+		log.Warn("encoder MPD refused", "err", err)
+		return err
+	}
+	if old := ch.templates.Swap(tm); old == nil || old.key() != tm.key() {
+		var ts []string
+		for _, r := range tm.routes {
+			ts = append(ts, r.rep+"="+r.template)
+		}
+		log.Info("encoder MPD read: segment paths map to representations", "templates", ts)
+	}
+	return nil
 }
 
 // parseStreamName reads "Streams(video.cmfv)": the track ID and its kind.

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/streambed/streambed/internal/hub"
@@ -99,6 +100,10 @@ type channel struct {
 
 	restartOnReconnect bool
 	tracks             map[string]*trackState
+
+	// templates maps the per-segment form's paths to Representations, from the
+	// newest MPD the encoder sent (nil before one).
+	templates atomic.Pointer[templateMatcher]
 }
 
 // AddChannel makes an empty live channel that waits for its encoder and registers it
