@@ -68,7 +68,9 @@ their tokens are printed below the URLs. /api/channels manages them
 URLs: /  /api/streams  /vod/{asset}/manifest.mpd  /vod/{asset}/master.m3u8
       /live/{channel}/manifest.mpd  /live/{channel}/manifest-timeline.mpd
       /live/{channel}/master.m3u8  /time  /metrics
-      POST /ingest/{channel}/Streams({track}.cmfv|.cmfa)  /api/channels
+      POST /ingest/{channel}/Streams({track}.cmfv|.cmfa)  (one request per track)
+      PUT  /ingest/{channel}/{file}  (one per segment: FFmpeg's dash muxer, or the
+           SegmentTemplate paths of the MPD it PUTs)  /api/channels
 Live routes take ?nowMS=<ms since epoch> to pin the clock (for tests).
 
 Examples:

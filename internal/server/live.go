@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"github.com/streambed/streambed/internal/hub"
 	"github.com/streambed/streambed/internal/layout"
 	"github.com/streambed/streambed/internal/manifest"
+	"github.com/streambed/streambed/internal/manifest/dash"
 	"github.com/streambed/streambed/internal/media"
 )
 
@@ -60,6 +62,27 @@ func (s *Server) livePresentation(r *http.Request, c *hub.Channel, file string, 
 	p.SuggestedPresentationDelay = c.PresentationDelay()
 	p.MinBufferTime = c.MinBufferTime()
 	return p, nil
+}
+
+// serveWaitingMPD answers the MPD of a channel with nothing to play yet (a publishing
+// point whose encoder has not connected, or whose first segment is not complete) with
+// a valid dynamic MPD without AdaptationSets, which players re-read until the channel
+// has media; HLS has no such form, so its playlists stay 404 with the reason.
+func (s *Server) serveWaitingMPD(w http.ResponseWriter, r *http.Request, c *hub.Channel, now time.Time) {
+	p := &manifest.Presentation{Stream: c.Info(), Live: true, Timeline: c.Timeline(), UTCTimingURL: baseURL(r) + "/time",
+		MinBufferTime: c.MinBufferTime(), SuggestedPresentationDelay: c.PresentationDelay()}
+	var b bytes.Buffer
+	if err := dash.RenderWaiting(&b, p, now); err != nil {
+		httperr.Write(w, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", contentType("manifest.mpd", ""))
+	h.Set("Cache-Control", "no-cache") // it changes as soon as the encoder's media arrives
+	h.Set("Content-Length", strconv.Itoa(b.Len()))
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(b.Bytes())
+	}
 }
 
 // newestRun is the newest run of consecutively numbered segments of a window. An
@@ -119,6 +142,10 @@ func (s *Server) serveLiveManifest(w http.ResponseWriter, r *http.Request, name,
 	}
 	last, ok := c.Latest(now)
 	if !ok {
+		if track == "" && (file == "manifest.mpd" || file == "manifest-timeline.mpd") {
+			s.serveWaitingMPD(w, r, c, now)
+			return
+		}
 		why := "has no complete segment yet"
 		if len(c.Info().Tracks) == 0 {
 			why = "is waiting: no encoder connected"

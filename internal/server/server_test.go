@@ -276,9 +276,14 @@ func TestOriginManifests(t *testing.T) {
 	if !strings.Contains(string(pinned), "#EXT-X-MEDIA-SEQUENCE:5") || !strings.Contains(string(pinned), "\n9.m4s") {
 		t.Errorf("pinned live playlist wrong:\n%s", pinned)
 	}
-	resp, _ := get(t, ts.URL+"/live/ch/manifest.mpd?nowMS=1000")
+	// Before the first segment: a valid MPD with nothing in it yet, and no HLS.
+	resp, body := get(t, ts.URL+"/live/ch/manifest.mpd?nowMS=1000")
+	if resp.StatusCode != 200 || resp.Header.Get("Cache-Control") != "no-cache" || strings.Contains(string(body), "AdaptationSet") {
+		t.Errorf("MPD before the first segment: %d %q\n%s", resp.StatusCode, resp.Header.Get("Cache-Control"), body)
+	}
+	resp, _ = get(t, ts.URL+"/live/ch/master.m3u8?nowMS=1000")
 	if resp.StatusCode != 404 || resp.Header.Get("Cache-Control") != "no-cache" {
-		t.Errorf("manifest before the first segment: %d %q", resp.StatusCode, resp.Header.Get("Cache-Control"))
+		t.Errorf("HLS before the first segment: %d %q", resp.StatusCode, resp.Header.Get("Cache-Control"))
 	}
 }
 

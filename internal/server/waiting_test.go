@@ -16,7 +16,8 @@ import (
 )
 
 // TestChannelWaitingForEncoder: a channel that starts empty (an ingest channel)
-// answers its manifests with 404 "no encoder connected", is "waiting" in
+// answers its MPDs with a valid empty one and its HLS playlists with 404 "no encoder
+// connected", is "waiting" in
 // /api/streams, and "live" once a segment is complete in every track. A number the
 // encoder skipped leaves the older segments out of the manifests.
 func TestChannelWaitingForEncoder(t *testing.T) {
@@ -36,11 +37,17 @@ func TestChannelWaitingForEncoder(t *testing.T) {
 		return list.Streams[0].State
 	}
 
-	for _, m := range []string{"manifest.mpd", "manifest-timeline.mpd", "master.m3u8"} {
+	// The MPDs are valid and empty (players re-read them until media comes); HLS has
+	// no such form, so its playlist says why it is not there.
+	for _, m := range []string{"manifest.mpd", "manifest-timeline.mpd"} {
 		resp, body := get(t, ts.URL+"/live/in/"+m)
-		if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "no encoder connected") {
-			t.Errorf("%s of a channel without encoder: %d %s", m, resp.StatusCode, body)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `type="dynamic"`) || !strings.Contains(string(body), "minimumUpdatePeriod") ||
+			strings.Contains(string(body), "AdaptationSet") || resp.Header.Get("Cache-Control") != "no-cache" {
+			t.Errorf("%s of a channel without encoder: %d %v\n%s", m, resp.StatusCode, resp.Header, body)
 		}
+	}
+	if resp, body := get(t, ts.URL+"/live/in/master.m3u8"); resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "no encoder connected") {
+		t.Errorf("master.m3u8 of a channel without encoder: %d %s", resp.StatusCode, body)
 	}
 	if st := state(); st != "waiting" {
 		t.Errorf("state %q, want waiting", st)

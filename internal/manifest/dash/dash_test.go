@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -469,4 +470,30 @@ func parseISO(t *testing.T, s string) time.Duration {
 		t.Fatalf("duration %q: %v", s, err)
 	}
 	return d
+}
+
+// The MPD of a channel with nothing to play yet is dynamic, schema-valid and has no
+// AdaptationSet, with or without tracks described, and never an availability start
+// in year 1 (an encoder's channel learns it from its first chunk).
+func TestRenderWaiting(t *testing.T) {
+	now := ast2025.Add(time.Hour)
+	for name, p := range map[string]*manifest.Presentation{
+		"no tracks, no start": {Stream: &media.Stream{Name: "in"}, Live: true, Timeline: media.Timeline{SegmentDuration: 2 * time.Second, TimeShiftBufferDepth: time.Minute}, UTCTimingURL: "/time"},
+		"tracks":              live(ast2025, 2*time.Second, 10*time.Second, now, manifest.Timeline),
+	} {
+		t.Run(name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := RenderWaiting(&b, p, now); err != nil {
+				t.Fatal(err)
+			}
+			mpd := b.String()
+			manifesttest.ValidateMPD(t, "waiting.mpd", b.Bytes())
+			if !strings.Contains(mpd, `type="dynamic"`) || strings.Contains(mpd, "AdaptationSet") || strings.Contains(mpd, "0001-01-01") {
+				t.Errorf("waiting MPD:\n%s", mpd)
+			}
+		})
+	}
+	if err := RenderWaiting(io.Discard, vod(2*time.Second, 4*time.Second, manifest.Number), now); !errors.Is(err, media.ErrInvalidMedia) {
+		t.Errorf("a waiting MPD of an asset: %v", err)
+	}
 }

@@ -46,15 +46,20 @@ func Render(w io.Writer, p *manifest.Presentation) error {
 	if err != nil {
 		return err
 	}
+	return write(w, m, p.Stream.Name)
+}
+
+// write encodes m, indented, with empty elements self-closed.
+func write(w io.Writer, m *mpdXML, name string) error {
 	var buf bytes.Buffer
 	buf.WriteString(xml.Header)
 	enc := xml.NewEncoder(&buf)
 	enc.Indent("", "  ")
 	if err := enc.Encode(m); err != nil {
-		return fmt.Errorf("dash: encode MPD of %q: %w", p.Stream.Name, err)
+		return fmt.Errorf("dash: encode MPD of %q: %w", name, err)
 	}
 	buf.WriteByte('\n')
-	_, err = w.Write(selfClose.ReplaceAll(buf.Bytes(), []byte("<$1$2/>")))
+	_, err := w.Write(selfClose.ReplaceAll(buf.Bytes(), []byte("<$1$2/>")))
 	return err
 }
 
@@ -491,4 +496,40 @@ func publishTime(p *manifest.Presentation) time.Time {
 		}
 	}
 	return latest
+}
+
+// RenderWaiting writes the MPD of a live channel with nothing to play yet (no encoder
+// connected, or no segment complete): dynamic and schema-valid, one Period with no
+// AdaptationSet, to be re-read after minimumUpdatePeriod. A player that opens a
+// channel before its encoder starts then waits for it instead of failing on a 404.
+// p needs its live Timeline (an availability start not yet known is taken as now)
+// and may have no tracks.
+func RenderWaiting(w io.Writer, p *manifest.Presentation, now time.Time) error {
+	if !p.Live || p.SegmentDuration() <= 0 {
+		return fmt.Errorf("dash: a waiting MPD is for a live channel with a segment duration: %w", media.ErrInvalidMedia)
+	}
+	ast := p.Timeline.AvailabilityStart
+	if ast.IsZero() || ast.After(now) {
+		ast = now
+	}
+	m := &mpdXML{
+		Xmlns:                      mpdNamespace,
+		Profiles:                   profileLive,
+		MinBufferTime:              formatDuration(p.EffectiveMinBufferTime()),
+		Type:                       "dynamic",
+		AvailabilityStartTime:      formatDateTime(ast),
+		PublishTime:                formatDateTime(now),
+		MinimumUpdatePeriod:        formatDuration(p.EffectiveMinimumUpdatePeriod()),
+		TimeShiftBufferDepth:       formatDuration(p.EffectiveTimeShiftBufferDepth()),
+		SuggestedPresentationDelay: formatDuration(p.EffectiveSuggestedPresentationDelay()),
+		Periods:                    []periodXML{{ID: "0", Start: "PT0S"}},
+	}
+	if p.UTCTimingURL != "" {
+		m.UTCTimings = []descriptorXML{{SchemeIDURI: schemeUTCHTTPISO, Value: p.UTCTimingURL}}
+	}
+	name := ""
+	if p.Stream != nil {
+		name = p.Stream.Name
+	}
+	return write(w, m, name)
 }

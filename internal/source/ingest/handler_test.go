@@ -477,12 +477,20 @@ func validateMPD(t *testing.T, name string, mpd []byte) {
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
-// TestChannelWaits: before an encoder connects the channel has no tracks, its MPD
-// answers 404 "no encoder connected", and removing it ends its requests.
+// TestChannelWaits: before an encoder connects the channel has no tracks, its MPDs
+// are valid and empty (schema-checked), its HLS playlist answers 404 "no encoder
+// connected", and removing it ends its requests.
 func TestChannelWaits(t *testing.T) {
 	o := newOrigin(t, Config{})
-	if status, b := o.get(t, "/live/ch/manifest.mpd"); status != 404 || !strings.Contains(string(b), "no encoder connected") {
-		t.Errorf("MPD without encoder: %d %s", status, b)
+	if status, b := o.get(t, "/live/ch/master.m3u8"); status != 404 || !strings.Contains(string(b), "no encoder connected") {
+		t.Errorf("HLS without encoder: %d %s", status, b)
+	}
+	for _, m := range []string{"manifest.mpd", "manifest-timeline.mpd"} {
+		status, b := o.get(t, "/live/ch/"+m)
+		if status != 200 {
+			t.Errorf("%s without encoder: %d %s", m, status, b)
+		}
+		validateMPD(t, "waiting-"+m, b)
 	}
 	pr, pw := io.Pipe()
 	defer pw.Close()
