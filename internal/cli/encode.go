@@ -88,11 +88,8 @@ Flags:
 		o.Synthetic = 20 * l.SegmentDuration()
 	}
 	if len(l.Audio) > 0 {
-		// The packager makes one AAC track: the highest of the ladder's.
-		o.AudioBitrate = l.Audio[len(l.Audio)-1]
-		if len(l.Audio) > 1 {
-			fmt.Fprintf(stderr, "replay: the packager makes one AAC track; posting %s only, not the ladder's other %d\n", encoder.AudioID(o.AudioBitrate), len(l.Audio)-1)
-		}
+		// Every AAC track of the ladder (the published one has 64k and 128k).
+		o.AudioBitrate, o.ExtraAudioBitrates = l.Audio[0], l.Audio[1:]
 	} else {
 		o.AudioBitrate = -1
 	}

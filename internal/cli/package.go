@@ -21,7 +21,7 @@ func Package(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		synthetic = fs.Duration("synthetic", 0, "encode a synthetic test clip of this `duration` (testsrc2 with a burnt-in clock, 440 Hz tone) instead of a file")
 		segDur    = fs.Duration("segment-duration", pkg.DefaultSegmentDuration, "segment `duration`; every video segment starts with a keyframe")
 		ladder    = fs.String("ladder", pkg.DefaultLadder, "video `rungs` HEIGHTp:BITRATE, comma-separated")
-		audioBR   = fs.String("audio-bitrate", "128k", "AAC-LC `bitrate` (48 kHz stereo); 0 for no audio track")
+		audioBR   = fs.String("audio-bitrate", "128k", "AAC-LC `bitrate` (48 kHz stereo), or several for one track each (64k,128k); 0 for no audio track")
 		name      = fs.String("name", "", "asset `name` (default: the output folder's name)")
 		fps       = fs.Int("fps", pkg.DefaultFPS, "output frame `rate`")
 		preset    = fs.String("preset", pkg.DefaultPreset, "x264 `preset` (ultrafast … veryslow)")
@@ -106,8 +106,18 @@ Examples:
 	}
 	if s := strings.TrimSpace(*audioBR); s == "0" || s == "none" {
 		o.AudioBitrate = -1
-	} else if o.AudioBitrate, err = pkg.ParseBitrate(s); err != nil {
-		return fmt.Errorf("--audio-bitrate: %w", err)
+	} else {
+		for i, f := range strings.Split(s, ",") {
+			b, err := pkg.ParseBitrate(strings.TrimSpace(f))
+			if err != nil {
+				return fmt.Errorf("--audio-bitrate: %w", err)
+			}
+			if i == 0 {
+				o.AudioBitrate = b
+			} else {
+				o.ExtraAudioBitrates = append(o.ExtraAudioBitrates, b)
+			}
+		}
 	}
 	if *force {
 		if err := pkg.Invalidate(o.OutDir); err != nil {

@@ -131,19 +131,19 @@ func seconds(s string) time.Duration {
 	return time.Duration(f * float64(time.Second))
 }
 
-// encodeJob is one FFmpeg run that encodes the whole ladder and the audio track.
+// encodeJob is one FFmpeg run that encodes the whole ladder and the audio tracks.
 type encodeJob struct {
-	Input        string        // media file; "" for the synthetic clip
-	Duration     time.Duration // the trimmed length every output gets (-t)
-	Segment      time.Duration
-	FPS          int
-	Preset       string
-	Rungs        []Rung
-	AudioBitrate int // 0: no audio
-	SynthWidth   int // synthetic clip size (the top rung's)
-	SynthHeight  int
-	Drawtext     bool   // burn the media time into the synthetic clip
-	WorkDir      string // outputs: v{height}.mp4, a{kbps}.mp4
+	Input         string        // media file; "" for the synthetic clip
+	Duration      time.Duration // the trimmed length every output gets (-t)
+	Segment       time.Duration
+	FPS           int
+	Preset        string
+	Rungs         []Rung
+	AudioBitrates []int // one AAC track each; none: no audio
+	SynthWidth    int   // synthetic clip size (the top rung's)
+	SynthHeight   int
+	Drawtext      bool   // burn the media time into the synthetic clip
+	WorkDir       string // outputs: v{height}.mp4, a{kbps}.mp4
 
 	log string // the tail of FFmpeg's log after run, for later error messages
 }
@@ -151,16 +151,17 @@ type encodeJob struct {
 // videoOutput is the progressive MP4 FFmpeg writes for rung r.
 func (j *encodeJob) videoOutput(r Rung) string { return filepath.Join(j.WorkDir, r.ID()+".mp4") }
 
-// audioOutput is the progressive MP4 FFmpeg writes for the audio track.
-func (j *encodeJob) audioOutput() string {
-	return filepath.Join(j.WorkDir, AudioTrackID(j.AudioBitrate)+".mp4")
+// audioOutput is the progressive MP4 FFmpeg writes for the AAC track at bitrate b.
+func (j *encodeJob) audioOutput(b int) string {
+	return filepath.Join(j.WorkDir, AudioTrackID(b)+".mp4")
 }
 
 // secs formats a duration for FFmpeg's command line, exactly.
 func secs(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) }
 
 // args builds the FFmpeg command line: one run, a split filter feeding one x264
-// output per rung with a keyframe at every segment boundary, and one AAC-LC output.
+// output per rung with a keyframe at every segment boundary, and one AAC-LC output per
+// audio bitrate.
 func (j *encodeJob) args() []string {
 	a := []string{"-hide_banner", "-nostdin", "-y", "-loglevel", "warning", "-nostats", "-progress", "pipe:1"}
 	var vin, ain string
@@ -174,7 +175,7 @@ func (j *encodeJob) args() []string {
 		}
 		a = append(a, "-f", "lavfi", "-t", secs(j.Duration), "-i", src)
 		vin = "[0:v]fps=" + strconv.Itoa(j.FPS)
-		if j.AudioBitrate > 0 {
+		if len(j.AudioBitrates) > 0 {
 			// A 440 Hz tone with a beep every second, to check A/V sync by ear.
 			a = append(a, "-f", "lavfi", "-t", secs(j.Duration), "-i",
 				fmt.Sprintf("sine=frequency=440:beep_factor=4:sample_rate=%d", AudioSampleRate))
@@ -185,7 +186,7 @@ func (j *encodeJob) args() []string {
 		// Constant frame rate from media time 0; audio padded to start at 0 as well, so
 		// every output starts together and lasts exactly -t.
 		vin = fmt.Sprintf("[0:v:0]fps=%d:start_time=0", j.FPS)
-		if j.AudioBitrate > 0 {
+		if len(j.AudioBitrates) > 0 {
 			ain = fmt.Sprintf("[0:a:0]aresample=%d:async=1:first_pts=0", AudioSampleRate)
 		}
 	}
@@ -198,7 +199,11 @@ func (j *encodeJob) args() []string {
 		fmt.Fprintf(&fc, ";[s%d]scale=-2:%d,setsar=1[v%d]", i, r.Height, i)
 	}
 	if ain != "" {
-		fmt.Fprintf(&fc, ";%s[aout]", ain)
+		// One audio source split into one AAC encoder per bitrate.
+		fmt.Fprintf(&fc, ";%s,asplit=%d", ain, len(j.AudioBitrates))
+		for i := range j.AudioBitrates {
+			fmt.Fprintf(&fc, "[a%d]", i)
+		}
 	}
 	a = append(a, "-filter_complex", fc.String())
 
@@ -216,11 +221,11 @@ func (j *encodeJob) args() []string {
 			"-pix_fmt", "yuv420p", "-an", "-sn", "-dn", "-map_metadata", "-1",
 			j.videoOutput(r))
 	}
-	if ain != "" {
-		a = append(a, "-map", "[aout]", "-t", secs(j.Duration),
-			"-c:a", "aac", "-profile:a", "aac_low", "-b:a", FormatBitrate(j.AudioBitrate),
+	for i, b := range j.AudioBitrates {
+		a = append(a, "-map", fmt.Sprintf("[a%d]", i), "-t", secs(j.Duration),
+			"-c:a", "aac", "-profile:a", "aac_low", "-b:a", FormatBitrate(b),
 			"-ar", strconv.Itoa(AudioSampleRate), "-ac", "2", "-vn", "-sn", "-dn", "-map_metadata", "-1",
-			j.audioOutput())
+			j.audioOutput(b))
 	}
 	return a
 }

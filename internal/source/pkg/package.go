@@ -46,8 +46,11 @@ type Options struct {
 	SegmentDuration time.Duration // default 2 s
 	Ladder          []Rung        // default DefaultLadder
 	AudioBitrate    int           // bit/s, default 128k; negative: no audio track
-	FPS             int           // default 25
-	Preset          string        // x264 preset, default veryfast
+	// ExtraAudioBitrates are more AAC tracks of the same audio at these bit/s (a
+	// ladder's other audio renditions, such as the published ladder's 64k beside 128k).
+	ExtraAudioBitrates []int
+	FPS                int    // default 25
+	Preset             string // x264 preset, default veryfast
 	// KeepDuration skips the trim to a loopable length: for on-demand-only assets whose
 	// exact duration matters (a lab reproducing a 91 s experiment). Such an asset's last
 	// segment may be short, and it cannot be looped as a live channel.
@@ -85,6 +88,13 @@ func (o *Options) setDefaults() error {
 	}
 	if o.AudioBitrate == 0 {
 		o.AudioBitrate = DefaultAudioBitrate
+	}
+	seen := map[string]bool{AudioTrackID(o.AudioBitrate): true}
+	for _, b := range o.ExtraAudioBitrates {
+		if o.AudioBitrate < 0 || b <= 0 || seen[AudioTrackID(b)] {
+			return fmt.Errorf("audio bitrates %d and %v: want distinct positive bit/s, and a main audio track", o.AudioBitrate, o.ExtraAudioBitrates)
+		}
+		seen[AudioTrackID(b)] = true
 	}
 	if o.FPS == 0 {
 		o.FPS = DefaultFPS
@@ -136,6 +146,9 @@ func Fingerprint(o Options, sourceIdentity string) string {
 	fmt.Fprintf(h, "asset-version=%d\nrecipe=%s\nsource=%s\nname=%s\nsegment=%s\nladder=%s\naudio=%d\nfps=%d\npreset=%s\n",
 		media.AssetVersion, recipe, sourceIdentity, o.Name, o.SegmentDuration, strings.Join(lad, ","),
 		o.AudioBitrate, o.FPS, o.Preset)
+	if len(o.ExtraAudioBitrates) > 0 {
+		fmt.Fprintf(h, "extra-audio=%v\n", o.ExtraAudioBitrates)
+	}
 	if o.KeepDuration {
 		fmt.Fprintf(h, "keep-duration\n")
 	}
@@ -166,9 +179,9 @@ func Package(ctx context.Context, o Options) (*Result, error) {
 	}
 
 	res := &Result{Dir: o.OutDir, InputDuration: o.Synthetic}
-	job := &encodeJob{Input: o.Input, Segment: o.SegmentDuration, FPS: o.FPS, Preset: o.Preset, AudioBitrate: o.AudioBitrate}
-	if job.AudioBitrate < 0 {
-		job.AudioBitrate = 0
+	job := &encodeJob{Input: o.Input, Segment: o.SegmentDuration, FPS: o.FPS, Preset: o.Preset}
+	if o.AudioBitrate > 0 {
+		job.AudioBitrates = append([]int{o.AudioBitrate}, o.ExtraAudioBitrates...)
 	}
 	rungs := o.Ladder
 	if o.Input != "" {
@@ -178,7 +191,7 @@ func Package(ctx context.Context, o Options) (*Result, error) {
 		}
 		res.InputDuration = pr.Duration
 		if !pr.HasAudio {
-			job.AudioBitrate = 0
+			job.AudioBitrates = nil
 			logf(o.Log, "note: %s has no audio: the asset is video only\n", o.Input)
 		}
 		rungs = nil
@@ -201,7 +214,7 @@ func Package(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	job.Rungs = rungs
-	res.Period, err = AlignmentPeriod(o.SegmentDuration, o.FPS, job.AudioBitrate > 0)
+	res.Period, err = AlignmentPeriod(o.SegmentDuration, o.FPS, len(job.AudioBitrates) > 0)
 	if err != nil {
 		return nil, err
 	}
@@ -276,14 +289,15 @@ func Package(ctx context.Context, o Options) (*Result, error) {
 		}
 		video = append(video, t)
 	}
-	if job.AudioBitrate > 0 {
-		t, err := segment(job.audioOutput(), AudioTrackID(job.AudioBitrate))
+	for _, b := range job.AudioBitrates {
+		t, err := segment(job.audioOutput(b), AudioTrackID(b))
 		if err != nil {
 			return nil, err
 		}
 		audio = append(audio, t)
 	}
 	sort.SliceStable(video, func(i, j int) bool { return video[i].Bandwidth < video[j].Bandwidth })
+	sort.SliceStable(audio, func(i, j int) bool { return audio[i].Bandwidth < audio[j].Bandwidth })
 	asset.Tracks = append(video, audio...)
 	if err := asset.Validate(); err != nil {
 		return nil, fmt.Errorf("packaged asset is inconsistent: %w", err)

@@ -156,6 +156,34 @@ func TestSegmentDurations(t *testing.T) {
 	}
 }
 
+// Several AAC renditions (the published ladder's 64k and 128k): one track each, after
+// the video in ascending bandwidth, every one whole and loopable; a repeated bitrate
+// is refused.
+func TestExtraAudioTracks(t *testing.T) {
+	o := small(filepath.Join(t.TempDir(), "a"), 8*time.Second)
+	o.ExtraAudioBitrates = []int{32000}
+	if _, err := pkg.Package(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	a := checkAsset(t, o.OutDir, pkg.DefaultSegmentDuration)
+	var ids []string
+	for _, tr := range a.Tracks {
+		if tr.Kind == media.Audio {
+			ids = append(ids, tr.ID)
+			if len(tr.Segments) != 4 {
+				t.Errorf("%s: %d segments, want 4", tr.ID, len(tr.Segments))
+			}
+		}
+	}
+	if strings.Join(ids, ",") != "a32,a64" {
+		t.Errorf("audio tracks %v, want a32,a64", ids)
+	}
+	o.ExtraAudioBitrates = []int{64000}
+	if _, err := pkg.Package(context.Background(), o); err == nil {
+		t.Error("a repeated audio bitrate was accepted")
+	}
+}
+
 func TestReuseAndReplace(t *testing.T) {
 	parent := t.TempDir()
 	o := small(filepath.Join(parent, "clip"), 8*time.Second)

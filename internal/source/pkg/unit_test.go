@@ -108,7 +108,7 @@ func TestLoopDuration(t *testing.T) {
 
 func TestEncodeArgs(t *testing.T) {
 	j := &encodeJob{Duration: 8 * time.Second, Segment: 2 * time.Second, FPS: 25, Preset: "veryfast",
-		Rungs: []Rung{{180, 100000}, {360, 400000}}, AudioBitrate: 128000, SynthWidth: 640, SynthHeight: 360,
+		Rungs: []Rung{{180, 100000}, {360, 400000}}, AudioBitrates: []int{128000}, SynthWidth: 640, SynthHeight: 360,
 		Drawtext: true, WorkDir: "/w"}
 	args := strings.Join(j.args(), " ")
 	for _, want := range []string{
@@ -130,7 +130,15 @@ func TestEncodeArgs(t *testing.T) {
 	if n := strings.Count(args, "-t 8 "); n != 5 { // two lavfi inputs, three outputs
 		t.Errorf("-t 8 appears %d times, want 5", n)
 	}
-	j.Input, j.AudioBitrate, j.Segment = "in.mov", 0, 1500*time.Millisecond
+	// Two AAC renditions: one source split, an encoder each.
+	j.AudioBitrates = []int{64000, 128000}
+	args = strings.Join(j.args(), " ")
+	for _, want := range []string{"[1:a]anull,asplit=2[a0][a1]", "-map [a0] -t 8 -c:a aac -profile:a aac_low -b:a 64k", "-map [a1] -t 8 -c:a aac -profile:a aac_low -b:a 128k", "/w/a64.mp4", "/w/a128.mp4"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("args with two audio tracks lack %q:\n%s", want, args)
+		}
+	}
+	j.Input, j.AudioBitrates, j.Segment = "in.mov", nil, 1500*time.Millisecond
 	args = strings.Join(j.args(), " ")
 	if !strings.Contains(args, "-i in.mov") || strings.Contains(args, "aac") || !strings.Contains(args, "n_forced*1.5)") ||
 		!strings.Contains(args, "-g 38") {
@@ -152,6 +160,7 @@ func TestFingerprint(t *testing.T) {
 		func(o *Options) { o.FPS = 30 },
 		func(o *Options) { o.Preset = "veryfast" },
 		func(o *Options) { o.KeepDuration = true },
+		func(o *Options) { o.ExtraAudioBitrates = []int{32000} },
 	}
 	for i, change := range changes {
 		o := base
