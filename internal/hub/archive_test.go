@@ -37,6 +37,19 @@ func ingestLike(t *testing.T, dir string, now *time.Time, mu *sync.Mutex, group,
 	return c, h, cancel
 }
 
+// ingestVideo is ingestLike with the video track "v" (header {7}) an encoder added.
+func ingestVideo(t *testing.T, dir string, now *time.Time, mu *sync.Mutex) (*Channel, *Hub, context.CancelFunc) {
+	t.Helper()
+	c, h, cancel := ingestLike(t, dir, now, mu, 0, 0)
+	if err := c.AddTrack(&media.Track{ID: "v", Kind: media.Video, Timescale: 1000, Codec: "avc1.64001f", Bandwidth: 500000}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetInit("v", []byte{7}); err != nil {
+		t.Fatal(err)
+	}
+	return c, h, cancel
+}
+
 func feed(t *testing.T, c *Channel, now *time.Time, mu *sync.Mutex, from, to uint64) {
 	t.Helper()
 	for n := from; n < to; n++ {
@@ -93,13 +106,7 @@ func TestArchiveRestoresAfterARestart(t *testing.T) {
 	dir := t.TempDir()
 	var mu sync.Mutex
 	now := time.Unix(1000, 0)
-	c, h, cancel := ingestLike(t, dir, &now, &mu, 0, 0)
-	if err := c.AddTrack(&media.Track{ID: "v", Kind: media.Video, Timescale: 1000, Codec: "avc1.64001f", Bandwidth: 500000}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.SetInit("v", []byte{7}); err != nil {
-		t.Fatal(err)
-	}
+	c, h, cancel := ingestVideo(t, dir, &now, &mu)
 	feed(t, c, &now, &mu, 0, 10)
 	// Segment 10 is in progress when the origin stops: it must not be archived.
 	if err := c.AppendChunk("v", 10, segment(10, 1000).Chunks[0], false); err != nil {
@@ -286,13 +293,7 @@ func TestArchiveKeepsPeriods(t *testing.T) {
 	dir := t.TempDir()
 	var mu sync.Mutex
 	now := time.Unix(1000, 0)
-	c, h, cancel := ingestLike(t, dir, &now, &mu, 0, 0)
-	if err := c.AddTrack(&media.Track{ID: "v", Kind: media.Video, Timescale: 1000, Codec: "avc1.64001f", Bandwidth: 500000}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.SetInit("v", []byte{7}); err != nil {
-		t.Fatal(err)
-	}
+	c, h, cancel := ingestVideo(t, dir, &now, &mu)
 	feed(t, c, &now, &mu, 0, 4)
 	c.StartPeriod(1, 4*time.Second)
 	for n := uint64(4); n < 7; n++ {

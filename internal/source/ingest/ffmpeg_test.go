@@ -254,17 +254,7 @@ func TestFFmpegDASHMuxerIngest(t *testing.T) {
 	}
 	base, c, _, warn := ffmpegOrigin(t)
 	const seconds = 10
-	u := strings.Replace(base, "http://", "http://ingest:"+testToken+"@", 1) + "/ingest/live/manifest.mpd"
-	enc := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-re",
-		"-f", "lavfi", "-i", fmt.Sprintf("testsrc2=size=320x180:rate=25:duration=%d", seconds),
-		"-f", "lavfi", "-i", fmt.Sprintf("sine=frequency=440:sample_rate=48000:duration=%d", seconds),
-		"-map", "0:v", "-map", "1:a", "-c:v", "libx264", "-preset", "ultrafast", "-g", "50", "-keyint_min", "50",
-		"-sc_threshold", "0", "-bf", "0", "-b:v", "300k", "-c:a", "aac", "-b:a", "64k",
-		"-f", "dash", "-seg_duration", "2", "-use_timeline", "1", "-method", "PUT", u)
-	out, err := enc.CombinedOutput()
-	if err != nil {
-		t.Fatalf("ffmpeg: %v\n%s", err, out)
-	}
+	runDASHMuxer(t, base, seconds)
 	n, ok := c.Latest(time.Now())
 	if !ok || n < 2 {
 		t.Fatalf("after %d s of segments: latest complete %d, %v; warnings %v", seconds, n, ok, warn.msgs)
@@ -290,19 +280,7 @@ func TestFFmpegDASHMuxerTemplateIngest(t *testing.T) {
 	}
 	base, c, in, warn := ffmpegOrigin(t)
 	const seconds = 8
-	u := strings.Replace(base, "http://", "http://ingest:"+testToken+"@", 1) + "/ingest/live/manifest.mpd"
-	enc := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-re",
-		"-f", "lavfi", "-i", fmt.Sprintf("testsrc2=size=320x180:rate=25:duration=%d", seconds),
-		"-f", "lavfi", "-i", fmt.Sprintf("sine=frequency=440:sample_rate=48000:duration=%d", seconds),
-		"-map", "0:v", "-map", "1:a", "-c:v", "libx264", "-preset", "ultrafast", "-g", "50", "-keyint_min", "50",
-		"-sc_threshold", "0", "-bf", "0", "-b:v", "300k", "-c:a", "aac", "-b:a", "64k",
-		"-f", "dash", "-seg_duration", "2", "-use_timeline", "1",
-		"-init_seg_name", "$RepresentationID$/init.m4s", "-media_seg_name", "$RepresentationID$/seg-$Number%05d$.m4s",
-		"-method", "PUT", u)
-	out, err := enc.CombinedOutput()
-	if err != nil {
-		t.Fatalf("ffmpeg: %v\n%s", err, out)
-	}
+	runDASHMuxer(t, base, seconds, "-init_seg_name", "$RepresentationID$/init.m4s", "-media_seg_name", "$RepresentationID$/seg-$Number%05d$.m4s")
 	n, ok := c.Latest(time.Now())
 	if !ok || n < 2 {
 		t.Fatalf("after %d s of segments: latest complete %d, %v; warnings %v", seconds, n, ok, warn.msgs)
@@ -331,5 +309,23 @@ func TestFFmpegDASHMuxerTemplateIngest(t *testing.T) {
 	defer warn.mu.Unlock()
 	if len(warn.msgs) > 0 {
 		t.Errorf("the origin warned: %s", strings.Join(warn.msgs, "\n"))
+	}
+}
+
+// runDASHMuxer runs FFmpeg's dash muxer in real time for seconds of testsrc2 and a
+// tone, PUTting every file to the origin's channel "live" with the token as the Basic
+// password; names are the muxer's own options (-init_seg_name, -media_seg_name).
+func runDASHMuxer(t *testing.T, base string, seconds int, names ...string) {
+	t.Helper()
+	u := strings.Replace(base, "http://", "http://ingest:"+testToken+"@", 1) + "/ingest/live/manifest.mpd"
+	args := []string{"-hide_banner", "-loglevel", "error", "-nostdin", "-re",
+		"-f", "lavfi", "-i", fmt.Sprintf("testsrc2=size=320x180:rate=25:duration=%d", seconds),
+		"-f", "lavfi", "-i", fmt.Sprintf("sine=frequency=440:sample_rate=48000:duration=%d", seconds),
+		"-map", "0:v", "-map", "1:a", "-c:v", "libx264", "-preset", "ultrafast", "-g", "50", "-keyint_min", "50",
+		"-sc_threshold", "0", "-bf", "0", "-b:v", "300k", "-c:a", "aac", "-b:a", "64k",
+		"-f", "dash", "-seg_duration", "2", "-use_timeline", "1"}
+	args = append(append(args, names...), "-method", "PUT", u)
+	if out, err := exec.Command("ffmpeg", args...).CombinedOutput(); err != nil {
+		t.Fatalf("ffmpeg: %v\n%s", err, out)
 	}
 }
