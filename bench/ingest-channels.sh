@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # ingest-channels.sh — channels per machine (issue: live ingest, Performance): N
 # publishing points (preset pure-live: archiving on, 30 s DVR window), each fed by
-# the replay encoder with the published ladder (8 H.264 rungs and, as the replay
-# encoder posts it, one AAC track of the two: 9 tracks, about 10.1 Mbit/s in
-# per channel). For each N: the origin's CPU (cores) and RSS over a measured window,
+# the replay encoder with the published ladder (8 H.264 rungs and two AAC tracks:
+# 10 tracks, 10.19 Mbit/s in per channel). For each N: the origin's CPU (cores) and RSS over a measured window,
 # per channel, against the goal of RSS per channel ≤ 2× its DVR window's bytes; and
 # whether every channel kept up in real time (each track's newest chunk at most 3 s
 # old at the end). Origin on core 0, encoders on core 1 (taskset).
