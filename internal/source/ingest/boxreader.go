@@ -70,6 +70,10 @@ func (b *BoxReader) Next() (BoxHeader, error) {
 	switch {
 	case err == io.EOF:
 		return h, io.EOF
+	case err != nil && n == 0:
+		// Nothing of a next box read: whatever ended the body (a read error, a
+		// stopped request), no box was cut.
+		return h, fmt.Errorf("%w at byte %d: %w", errBetweenBoxes, b.read, err)
 	case err != nil:
 		return h, b.truncated("box header", err)
 	}
@@ -129,6 +133,10 @@ func (b *BoxReader) Skip(h BoxHeader) error {
 	}
 	return nil
 }
+
+// errBetweenBoxes marks a body that stopped where one box ended and before the next
+// began: every box that arrived is whole.
+var errBetweenBoxes = errors.New("the body stopped between boxes")
 
 // truncated reports a stream that ended, or failed, inside a box. A body that ends
 // early (the client went away) wraps io.ErrUnexpectedEOF; other read errors are kept.

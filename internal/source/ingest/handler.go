@@ -90,8 +90,16 @@ func (in *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	stopOnChannel()
 	stopOnRequest()
 	ch.release(ts, s)
+	why := s.reason()
+	if err != nil && errors.Is(why, errRequestEnded) && errors.Is(err, errBetweenBoxes) {
+		// The encoder closed its connection after a whole box (FFmpeg does, right
+		// after its last fragment, and the server may notice the close before the
+		// body's end): nothing was cut, so it is an end, not a failure.
+		log.Info("encoder disconnected between boxes", "bytes", body.n)
+		return
+	}
 	if err != nil {
-		if why := s.reason(); why != nil {
+		if why != nil {
 			err = fmt.Errorf("%w (%v)", why, err)
 		}
 		log.Warn("ingest request ended", "err", err, "bytes", body.n)

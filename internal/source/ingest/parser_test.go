@@ -228,3 +228,38 @@ func FuzzParser(f *testing.F) {
 		}
 	})
 }
+
+// A body that stops (the request was stopped, the client went away) where one box
+// ended says so, so the origin can tell an encoder that hung up after its last
+// fragment from one cut inside a box.
+func TestBoxReaderStopsBetweenOrInsideBoxes(t *testing.T) {
+	stop := errors.New("stopped")
+	box := []byte{0, 0, 0, 8, 'f', 'r', 'e', 'e'}
+	for _, tc := range []struct {
+		name    string
+		body    []byte
+		between bool
+	}{
+		{"after a whole box", box, true},
+		{"inside a box header", append(append([]byte{}, box...), 0, 0, 0), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			br := NewBoxReader(io.MultiReader(bytes.NewReader(tc.body), errReader{stop}), Limits{})
+			h, err := br.Next()
+			if err != nil || h.Type != "free" {
+				t.Fatalf("first box: %v %v", h.Type, err)
+			}
+			if err := br.Skip(h); err != nil {
+				t.Fatal(err)
+			}
+			_, err = br.Next()
+			if !errors.Is(err, stop) || errors.Is(err, errBetweenBoxes) != tc.between {
+				t.Errorf("err %v: between boxes %v, want %v", err, errors.Is(err, errBetweenBoxes), tc.between)
+			}
+		})
+	}
+}
+
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }
