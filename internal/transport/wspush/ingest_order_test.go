@@ -83,6 +83,40 @@ func TestAudioChunkAfterNextVideoSegment(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.CloseNow()
+	// The session has subscribed once it has sent what was stored (its catch-up):
+	// from then on every chunk reaches it through the hub's events, the path under
+	// test. Count the audio chunks received per segment, by the segment-start flags.
+	var got []int
+	seen := map[string]bool{}
+	next := func() *Frame {
+		m, err := c.Next(ctx)
+		if err != nil {
+			select {
+			case err := <-appendErr:
+				t.Fatalf("feeding the channel: %v", err)
+			default:
+			}
+			t.Fatalf("after audio segments %v: %v", got, err)
+		}
+		if m.Frame == nil || m.Frame.Kind != KindChunk {
+			return nil
+		}
+		id := c.Ready.Tracks[m.Frame.Track].ID
+		seen[id] = true
+		if id != audio.ID {
+			return nil
+		}
+		if m.Frame.Start {
+			got = append(got, 0)
+		}
+		if len(got) > 0 {
+			got[len(got)-1]++
+		}
+		return m.Frame
+	}
+	for !seen[video.ID] || !seen[audio.ID] {
+		next()
+	}
 	// Then segment by segment: video's rest, audio's rest but its last chunk, video's
 	// next segment, and only then audio's last chunk and its next segment.
 	go func() {
@@ -95,27 +129,8 @@ func TestAudioChunkAfterNextVideoSegment(t *testing.T) {
 			app(audio, i+1, 0)
 		}
 	}()
-	// Count the audio chunks received per segment, by the segment-start flags.
-	var got []int
 	for len(got) < 4 {
-		m, err := c.Next(ctx)
-		if err != nil {
-			select {
-			case err := <-appendErr:
-				t.Fatalf("feeding the channel: %v", err)
-			default:
-			}
-			t.Fatalf("after audio segments %v: %v", got, err)
-		}
-		if m.Frame == nil || m.Frame.Kind != KindChunk || c.Ready.Tracks[m.Frame.Track].ID != audio.ID {
-			continue
-		}
-		if m.Frame.Start {
-			got = append(got, 0)
-		}
-		if len(got) > 0 {
-			got[len(got)-1]++
-		}
+		next()
 	}
 	for i := 0; i < 3; i++ { // segments k0+1..k0+3 are complete
 		if want := len(segs[audio.ID][i+1].Chunks); got[i] != want {

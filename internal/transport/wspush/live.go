@@ -247,10 +247,12 @@ func (s *session) followChannel(ctx context.Context, c *hub.Channel, n uint64) e
 	if err := f.begin(n, now); err != nil {
 		return err
 	}
-	if latest, ok := c.Latest(now); !f.hold && (!ok || n == latest+1) {
-		// Catch up to the live edge within n: the chunks of the segment in progress
-		// stored so far. Later ones come from the subscription (taken out first, so
-		// none falls between); the follower drops what it has sent already.
+	if latest, ok := c.Latest(now); !f.hold && (!ok || n <= latest+1) {
+		// Catch up to the live edge from n: the chunks of the segment in progress
+		// stored so far, and before it any segment that completed while the session
+		// was being set up (a busy origin can take longer than a segment to get here).
+		// Later ones come from the subscription (taken out first, so none falls
+		// between); the follower drops what it has sent already.
 		// A track may be ahead of the others (an encoder posts each on its own
 		// request): it sends what it has stored from n on, segment by segment.
 		for _, t := range s.tracksNow() {
