@@ -31,6 +31,7 @@ type Channel struct {
 	anchor    atomic.Pointer[time.Time] // the timeline's AvailabilityStart; SetAvailabilityStart moves it
 	delay     time.Duration             // MPD@suggestedPresentationDelay
 	minBuffer time.Duration             // MPD@minBufferTime; 0: the renderer's default
+	chunk     time.Duration             // nominal chunk duration; 0: observe it (see ChunkDuration)
 	od        OnDemand                  // nil: only what sources append
 	now       Clock
 	archive   *archive // nil: no archive
@@ -41,6 +42,13 @@ type Channel struct {
 	subs    map[*Subscription]struct{}
 	changed chan struct{} // closed and replaced whenever a segment completes
 	ended   bool
+
+	// grew is closed and replaced whenever a chunk is stored, a segment completes or
+	// the channel ends, for readers that follow a segment in progress (Follow); only
+	// when one of them took it, so a channel nobody follows allocates nothing per chunk.
+	grew      chan struct{}
+	grewTaken bool
+	following atomic.Int64 // Follow calls in progress
 }
 
 // liveTrack is one track's init and window, oldest segment first.
@@ -49,6 +57,9 @@ type liveTrack struct {
 	init     []byte
 	segs     []*entry
 	excluded string // why the track is kept out of the description; "": it is in
+	// chunkDur is the longest chunk of the track's newest segment that a source
+	// completed (ChunkDuration for channels that do not configure one).
+	chunkDur time.Duration
 }
 
 // entry is one stored segment. Its chunk list only grows, and only under the
@@ -89,6 +100,10 @@ type ChannelConfig struct {
 	PresentationDelay time.Duration
 	// MinBufferTime is MPD@minBufferTime; 0: one segment duration.
 	MinBufferTime time.Duration
+	// ChunkDuration is the longest chunk the source makes (a looped asset cut into
+	// chunks), which low-latency manifests announce; 0: observed from the chunks
+	// sources append (an encoder's), see Channel.ChunkDuration.
+	ChunkDuration time.Duration
 	// OnDemand, when set, makes segments a reader's clock asks for (a looped asset).
 	OnDemand OnDemand
 	Clock    Clock // nil: time.Now
@@ -110,7 +125,7 @@ func NewChannel(cfg ChannelConfig) (*Channel, error) {
 	if cfg.Timeline.SegmentDuration <= 0 {
 		return nil, fmt.Errorf("channel %q: the nominal segment duration must be positive: %w", cfg.Info.Name, media.ErrBadRequest)
 	}
-	if cfg.Timeline.TimeShiftBufferDepth < 0 || cfg.PresentationDelay < 0 || cfg.MinBufferTime < 0 {
+	if cfg.Timeline.TimeShiftBufferDepth < 0 || cfg.PresentationDelay < 0 || cfg.MinBufferTime < 0 || cfg.ChunkDuration < 0 {
 		return nil, fmt.Errorf("channel %q: negative DVR window or delay: %w", cfg.Info.Name, media.ErrBadRequest)
 	}
 	info := *cfg.Info
@@ -120,8 +135,9 @@ func NewChannel(cfg ChannelConfig) (*Channel, error) {
 		now = time.Now
 	}
 	c := &Channel{
-		name: info.Name, timeline: cfg.Timeline, delay: cfg.PresentationDelay, minBuffer: cfg.MinBufferTime, od: cfg.OnDemand, now: now,
-		tracks: map[string]*liveTrack{}, subs: map[*Subscription]struct{}{}, changed: make(chan struct{}),
+		name: info.Name, timeline: cfg.Timeline, delay: cfg.PresentationDelay, minBuffer: cfg.MinBufferTime, chunk: cfg.ChunkDuration,
+		od: cfg.OnDemand, now: now,
+		tracks: map[string]*liveTrack{}, subs: map[*Subscription]struct{}{}, changed: make(chan struct{}), grew: make(chan struct{}),
 	}
 	if c.delay == 0 {
 		c.delay = 2 * cfg.Timeline.SegmentDuration
@@ -281,6 +297,27 @@ func (c *Channel) SetAvailabilityStart(t time.Time) {
 	c.archiveTracks()
 }
 
+// ChunkDuration is the longest chunk of the channel's segments: as configured (a
+// looped asset cut into chunks), else as observed, the longest chunk of each track's
+// newest segment that its source completed (an encoder's), the longest of the
+// described tracks. 0 before any segment completed. A chunk as long as the segment
+// means segments are made whole, and then no reader gains by following one in
+// progress.
+func (c *Channel) ChunkDuration() time.Duration {
+	if c.chunk > 0 {
+		return c.chunk
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var d time.Duration
+	for _, t := range c.Info().Tracks {
+		if lt := c.tracks[t.ID]; lt != nil {
+			d = max(d, lt.chunkDur)
+		}
+	}
+	return d
+}
+
 // PresentationDelay is how far behind the live edge players are told to play.
 func (c *Channel) PresentationDelay() time.Duration { return c.delay }
 
@@ -361,6 +398,7 @@ func (c *Channel) AppendChunk(trackID string, n uint64, ch *media.Chunk, end boo
 		if k := len(lt.segs); k > 0 && !lt.segs[k-1].complete {
 			prev := lt.segs[k-1]
 			c.completeLocked(prev)
+			lt.observeLocked(prev)
 			done = append(done, prev)
 			events = append(events, Event{Track: trackID, Number: prev.seg.Number, Index: len(prev.seg.Chunks), Last: true})
 		}
@@ -400,8 +438,10 @@ func (c *Channel) AppendChunk(trackID string, n uint64, ch *media.Chunk, end boo
 	e.seg.Chunks = append(e.seg.Chunks, ch)
 	e.seg.Duration += ch.Duration
 	e.seg.Size += int64(len(ch.Data))
+	c.signalLocked()
 	if end {
 		c.completeLocked(e)
+		lt.observeLocked(e)
 		done = append(done, e)
 	}
 	if e.told == len(e.seg.Chunks)-1 {
@@ -430,6 +470,7 @@ func (c *Channel) EndSegment(trackID string, n uint64) error {
 		return nil
 	}
 	c.completeLocked(e)
+	lt.observeLocked(e)
 	ev := Event{Track: trackID, Number: n, Index: len(e.seg.Chunks), Last: true}
 	c.pruneLocked(lt)
 	c.mu.Unlock()
@@ -457,6 +498,7 @@ func (c *Channel) EndStream() {
 		return
 	}
 	c.ended = true
+	c.signalLocked()
 	for _, lt := range c.tracks {
 		if k := len(lt.segs); k > 0 && !lt.segs[k-1].complete && len(lt.segs[k-1].seg.Chunks) > 0 {
 			c.completeLocked(lt.segs[k-1])
@@ -490,6 +532,28 @@ func (c *Channel) completeLocked(e *entry) {
 	}
 	close(c.changed)
 	c.changed = make(chan struct{})
+	c.signalLocked()
+}
+
+// signalLocked wakes the readers following a segment (Follow).
+func (c *Channel) signalLocked() {
+	if c.grewTaken {
+		close(c.grew)
+		c.grew = make(chan struct{})
+		c.grewTaken = false
+	}
+}
+
+// observeLocked notes the longest chunk of a segment its source completed: the chunk
+// duration of a channel that does not configure one. A segment stored in one piece
+// (restored from the archive, or an encoder's per-segment upload) counts too, so such
+// a channel is not announced as low latency.
+func (lt *liveTrack) observeLocked(e *entry) {
+	var longest uint64
+	for _, ch := range e.seg.Chunks {
+		longest = max(longest, ch.Duration)
+	}
+	lt.chunkDur = lt.track.Duration(longest)
 }
 
 // pruneLocked drops complete segments that left the DVR window by the real clock,
@@ -659,21 +723,10 @@ func (c *Channel) keepMade(lt *liveTrack, s *media.Segment) *media.Segment {
 
 // SegmentAt returns the segment of a track that starts at media time start ($Time$).
 func (c *Channel) SegmentAt(trackID string, start uint64, now time.Time) (*media.Segment, error) {
-	lt, err := c.track(trackID)
-	if err != nil {
+	if _, err := c.track(trackID); err != nil {
 		return nil, err
 	}
-	n, ok := uint64(0), false
-	if c.od != nil {
-		n, ok = c.od.Number(trackID, start)
-	} else {
-		c.mu.Lock()
-		i := sort.Search(len(lt.segs), func(i int) bool { return lt.segs[i].seg.Start >= start })
-		if i < len(lt.segs) && lt.segs[i].seg.Start == start {
-			n, ok = lt.segs[i].seg.Number, true
-		}
-		c.mu.Unlock()
-	}
+	n, ok := c.NumberAt(trackID, start)
 	if !ok {
 		return nil, fmt.Errorf("channel %q track %q has no segment at time %d: %w", c.name, trackID, start, media.ErrNotFound)
 	}

@@ -78,6 +78,60 @@ type Presentation struct {
 	// StartNumber is the $Number$ of the segment at media time 0 (live: 0). On demand,
 	// the MPD uses the first listed segment's number instead, when segments are listed.
 	StartNumber uint64
+	// LowLatency, when set on a live presentation, makes it low-latency DASH: the
+	// origin serves a segment in progress chunk by chunk, and players are told so
+	// (see LowLatency). nil: segments are announced when complete.
+	LowLatency *LowLatency
+}
+
+// LowLatency is what a low-latency DASH MPD announces (DASH-IF "Low-latency Modes for
+// DASH"; ISO/IEC 23009-1 ServiceDescription): segments become available for request
+// one chunk after they start (SegmentTemplate@availabilityTimeOffset = D − chunk,
+// @availabilityTimeComplete="false": the response grows as the chunks are made), the
+// latency to play at and the playback rates to steer it with.
+type LowLatency struct {
+	ChunkDuration time.Duration // the longest chunk
+	// TargetLatency, MinLatency and MaxLatency are ServiceDescription/Latency (wall
+	// clock minus the playhead's time).
+	TargetLatency, MinLatency, MaxLatency time.Duration
+	// MinPlaybackRate and MaxPlaybackRate bound the rate a player may steer with.
+	MinPlaybackRate, MaxPlaybackRate float64
+}
+
+// Low-latency defaults: three chunks in flight plus a margin for a request's round
+// trip, the MSE append and a clock that is a little off; dash.js's low-latency mode
+// steers to the target within these rates (its own default is ±50%, which is audible).
+const (
+	lowLatencyMargin  = time.Second
+	lowLatencyMinRate = 0.96
+	lowLatencyMaxRate = 1.04
+)
+
+// NewLowLatency is the low-latency description of a live stream whose segments of
+// nominal duration segment are made in chunks of at most chunk; nil when chunks are
+// not shorter than segments, so nothing is gained by taking a segment in progress.
+// The target is three chunks plus a margin, the minimum half a margin less, and the
+// maximum one segment more: beyond it a player is better off jumping to the edge.
+func NewLowLatency(segment, chunk time.Duration) *LowLatency {
+	if chunk <= 0 || segment <= 0 || chunk >= segment {
+		return nil
+	}
+	target := (3*chunk + lowLatencyMargin).Round(time.Millisecond)
+	return &LowLatency{
+		ChunkDuration:   chunk,
+		TargetLatency:   target,
+		MinLatency:      target - lowLatencyMargin/2,
+		MaxLatency:      target + segment,
+		MinPlaybackRate: lowLatencyMinRate,
+		MaxPlaybackRate: lowLatencyMaxRate,
+	}
+}
+
+// AvailabilityTimeOffset is how long before its end a segment may be requested: its
+// nominal duration less one chunk, in whole milliseconds, rounded down so a request
+// is never early.
+func (l *LowLatency) AvailabilityTimeOffset(segment time.Duration) time.Duration {
+	return (segment - l.ChunkDuration).Truncate(time.Millisecond)
 }
 
 // SegmentDuration is the nominal segment duration D: the live timeline's, else the stream's.

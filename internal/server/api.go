@@ -18,15 +18,18 @@ type streamJSON struct {
 	State string `json:"state,omitempty"` // live channels: waiting (for an encoder or a first segment), live, ended
 	// ArchiveError is the channel archive's newest failure; ArchiveFull says new
 	// media is refused until its disk has room.
-	ArchiveError      string        `json:"archive_error,omitempty"`
-	ArchiveFull       bool          `json:"archive_full,omitempty"`
-	SegmentDurationMS int64         `json:"segment_duration_ms"`
-	DurationMS        int64         `json:"duration_ms,omitempty"`
-	DVRWindowMS       int64         `json:"dvr_window_ms,omitempty"`
-	DASH              string        `json:"dash"`
-	DASHTimeline      string        `json:"dash_timeline"`
-	HLS               string        `json:"hls"`
-	Tracks            []media.Track `json:"tracks"`
+	ArchiveError      string `json:"archive_error,omitempty"`
+	ArchiveFull       bool   `json:"archive_full,omitempty"`
+	SegmentDurationMS int64  `json:"segment_duration_ms"`
+	// ChunkDurationMS is a live channel's longest chunk when it is shorter than its
+	// segments: its MPD is low-latency DASH (docs/protocols/ll-dash.md).
+	ChunkDurationMS int64         `json:"chunk_duration_ms,omitempty"`
+	DurationMS      int64         `json:"duration_ms,omitempty"`
+	DVRWindowMS     int64         `json:"dvr_window_ms,omitempty"`
+	DASH            string        `json:"dash"`
+	DASHTimeline    string        `json:"dash_timeline"`
+	HLS             string        `json:"hls"`
+	Tracks          []media.Track `json:"tracks"`
 	// Transports add their own endpoints of the stream ("ws": its WebSocket push URL).
 	Endpoints map[string]string `json:"-"`
 }
@@ -86,6 +89,7 @@ func (s *Server) handleStreams(w http.ResponseWriter, r *http.Request) {
 		list = append(list, streamJSON{
 			Name: info.Name, Live: true,
 			SegmentDurationMS: c.Timeline().SegmentDuration.Milliseconds(),
+			ChunkDurationMS:   chunkDurationMS(c),
 			DVRWindowMS:       c.Timeline().TimeShiftBufferDepth.Milliseconds(),
 			DASH:              layout.Manifest(true, info.Name, layout.MPD),
 			DASHTimeline:      layout.Manifest(true, info.Name, layout.MPDTimeline),
@@ -115,6 +119,16 @@ func (s *Server) handleStreams(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-cache")
 	_ = json.NewEncoder(w).Encode(map[string]any{"streams": list})
+}
+
+// chunkDurationMS is the chunk duration a channel's low-latency MPD announces, in
+// milliseconds (at least 1), or 0 when its MPD is not low latency.
+func chunkDurationMS(c *hub.Channel) int64 {
+	ll := lowLatency(c)
+	if ll == nil {
+		return 0
+	}
+	return max(ll.ChunkDuration.Milliseconds(), 1)
 }
 
 // channelState is "waiting" until a channel has a segment complete in every track

@@ -61,7 +61,19 @@ func (s *Server) livePresentation(r *http.Request, c *hub.Channel, file string, 
 	}
 	p.SuggestedPresentationDelay = c.PresentationDelay()
 	p.MinBufferTime = c.MinBufferTime()
+	if p.Addressing == manifest.Number {
+		// Low-latency DASH only where a player can address the segment in progress:
+		// $Number$ from the clock. The SegmentTimeline lists complete segments only,
+		// so a player of it could not reach a low target and would stall trying.
+		p.LowLatency = lowLatency(c)
+	}
 	return p, nil
+}
+
+// lowLatency is the low-latency description of channel c, nil when its chunks are
+// not shorter than its segments (segments made whole, or not known yet).
+func lowLatency(c *hub.Channel) *manifest.LowLatency {
+	return manifest.NewLowLatency(c.Timeline().SegmentDuration, c.ChunkDuration())
 }
 
 // serveWaitingMPD answers the MPD of a channel with nothing to play yet (a publishing
@@ -208,7 +220,7 @@ func (s *Server) handleLiveTrack(w http.ResponseWriter, r *http.Request) {
 		httperr.Write(w, err)
 		return
 	}
-	now, _, err := s.requestNow(r)
+	now, pinned, err := s.requestNow(r)
 	if err != nil {
 		httperr.Write(w, err)
 		return
@@ -218,6 +230,18 @@ func (s *Server) handleLiveTrack(w http.ResponseWriter, r *http.Request) {
 		seg, err = c.SegmentAt(track, sn.Time, now)
 	} else {
 		seg, err = c.Segment(track, sn.Number, now)
+	}
+	if err != nil && errors.Is(err, media.ErrNotYet) && !pinned && isPlainGet(r) {
+		// Not complete yet: follow it as it is made (a pinned clock asks about a
+		// moment, and a range or a condition needs the whole, so those stay 404).
+		n, ok := sn.Number, !sn.ByTime
+		if sn.ByTime {
+			n, ok = c.NumberAt(track, sn.Time)
+		}
+		if ok {
+			s.streamSegment(w, r, c, t, n)
+			return
+		}
 	}
 	if err != nil {
 		if errors.Is(err, media.ErrNotYet) {
@@ -246,6 +270,55 @@ func (s *Server) handleLiveTrack(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.ServeContent(w, r, "", mod, newChunkReader(seg.Chunks))
+}
+
+// streamSegment answers a plain GET for live segment n of track t that is not
+// complete: the chunks stored so far, then each one as the source appends it, each
+// flushed at once (HTTP/1.1 chunked transfer, HTTP/2 DATA frames), until the segment
+// is complete. The next segment, not begun yet, is waited for up to one segment
+// duration; one farther ahead, or not begun by then, is the usual 404.
+//
+// The headers go out with the first chunk, so they cannot depend on the end: no
+// Content-Length, ETag or Last-Modified, and the segments' own Cache-Control, because
+// a response that ends is the whole segment, byte for byte what the complete one
+// would be. A response that cannot be finished (the source stalled for a segment
+// duration, or the segment left the store) is aborted instead of ended — the
+// connection closed without its last chunk on HTTP/1.1, the stream reset on HTTP/2 —
+// so neither a cache in front nor the player takes the part for the segment. A
+// client that goes away ends the follow at once (the request's context).
+func (s *Server) streamSegment(w http.ResponseWriter, r *http.Request, c *hub.Channel, t *media.Track, n uint64) {
+	rc := http.NewResponseController(w)
+	started := false
+	err := c.Follow(r.Context(), t.ID, n, c.Timeline().SegmentDuration, func(chunks []*media.Chunk) error {
+		if !started {
+			h := w.Header()
+			h["Content-Type"] = contentTypeValues[t.Kind == media.Audio]
+			h["Cache-Control"] = []string{s.segmentCache}
+			w.WriteHeader(http.StatusOK)
+			started = true
+		}
+		for _, ch := range chunks {
+			if _, err := w.Write(ch.Data); err != nil {
+				return err
+			}
+		}
+		return rc.Flush()
+	})
+	switch {
+	case err == nil:
+	case started:
+		// Part of the segment is out. Ending the body would present it as the whole
+		// segment to a cache and to the player; aborting says it is not. net/http
+		// neither logs this panic nor lets it past the connection.
+		panic(http.ErrAbortHandler)
+	case r.Context().Err() != nil:
+		// The client went away before the segment began: nobody to answer.
+	default:
+		if errors.Is(err, media.ErrNotYet) {
+			w.Header().Set("Retry-After", "1")
+		}
+		httperr.Write(w, err)
+	}
 }
 
 // chunkReader reads a segment's chunks as one body without copying them together.

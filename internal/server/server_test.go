@@ -153,7 +153,10 @@ func TestOriginStatusAndHeaders(t *testing.T) {
 		{"dot name", "/vod/.clip/manifest.mpd", 400, "application/json", "", "not a valid"},
 		{"live segment in window", "/live/ch/v1/49.m4s", 200, "video/mp4", "immutable", "v1-live-49"},
 		{"live segment by time", "/live/ch/a1/t98000.m4s", 200, "audio/mp4", "", "a1-live-49"},
-		{"live segment not yet", "/live/ch/v1/50.m4s", 404, "application/json", "no-cache", "not yet available"},
+		// 50 is in progress and 51 the next (both waited for a segment duration:
+		// TestStreamSegmentInProgress); 52 is farther ahead, 404 at once.
+		{"live segment not yet", "/live/ch/v1/52.m4s", 404, "application/json", "no-cache", "not yet available"},
+		{"live segment in progress, pinned clock", "/live/ch/v1/50.m4s?nowMS=100000", 404, "application/json", "no-cache", "not yet available"},
 		{"live segment gone", "/live/ch/v1/39.m4s", 410, "application/json", "max-age=60", "DVR window"},
 		{"live segment pinned earlier", "/live/ch/v1/39.m4s?nowMS=80000", 200, "video/mp4", "", "v1-live-39"},
 		{"live bad nowMS", "/live/ch/v1/39.m4s?nowMS=soon", 400, "application/json", "", "nowMS"},

@@ -19,6 +19,9 @@ export interface StreamInfo {
   name: string;
   live: boolean;
   segment_duration_ms?: number;
+  /** Live channels made in chunks shorter than their segments: the longest chunk. Their
+   * MPD (`dash`, not `dash_timeline`) is low-latency DASH (docs/protocols/ll-dash.md). */
+  chunk_duration_ms?: number;
   dash?: string;
   dash_timeline?: string;
   hls?: string;

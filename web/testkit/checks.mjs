@@ -146,8 +146,9 @@ export function checkPush(w, { first, last, samples }, { live, segmentMs, maxLat
 /**
  * Plays `stream` (live or VOD) with `player` for `seconds` and checks it (see the top
  * of this file for which checks are defects and which are bars). Throws on a defect,
- * or on a bar missed on an unloaded machine. Returns { summary, misses, load }:
- * misses lists the bars missed under load (recorded, not failed).
+ * or on a bar missed on an unloaded machine. Returns { summary, misses, load, last }:
+ * misses lists the bars missed under load (recorded, not failed), last the page's
+ * final stats sample.
  *
  * Options: `minPlayedS` — currentTime must advance at least this much (sampling goes
  * on up to 10 s longer while it has not); `maxLatencyS` — live: median, 90th
@@ -243,7 +244,7 @@ export async function checkPlayback(browser, baseURL, { name, live, player, segm
     }
     entry.outcome = misses.length ? 'missed under load (recorded)' : 'passed';
     record(entry);
-    return { summary: misses.length ? `${summary} | MISSED UNDER LOAD (recorded, not failed): ${misses.join('; ')}` : summary, misses, load };
+    return { summary: misses.length ? `${summary} | MISSED UNDER LOAD (recorded, not failed): ${misses.join('; ')}` : summary, misses, load, last };
   } catch (err) {
     entry.outcome = 'failed';
     entry.error = err.message.split('\n')[0];

@@ -50,7 +50,17 @@ func cases() []mpdCase {
 			mpdCase{"dynamic-" + a + "-10s", live(ast2025, 10*time.Second, 60*time.Second, ast2025.Add(90*time.Minute+3*time.Second), addr)},
 		)
 	}
+	// Low-latency DASH: one-frame chunks (25 fps) and 200 ms chunks (an encoder's).
+	cs = append(cs,
+		mpdCase{"dynamic-number-2s-ll", lowLatency(live(ast2025, 2*time.Second, 10*time.Second, ast2025.Add(60500*time.Millisecond), manifest.Number), 40*time.Millisecond)},
+		mpdCase{"dynamic-number-1s-ll-200ms", lowLatency(live(ast2025, time.Second, 5*time.Second, ast2025.Add(time.Hour), manifest.Number), 200*time.Millisecond)},
+	)
 	return cs
+}
+
+func lowLatency(p *manifest.Presentation, chunk time.Duration) *manifest.Presentation {
+	p.LowLatency = manifest.NewLowLatency(p.SegmentDuration(), chunk)
+	return p
 }
 
 func render(t *testing.T, p *manifest.Presentation) []byte {
@@ -495,5 +505,89 @@ func TestRenderWaiting(t *testing.T) {
 	}
 	if err := RenderWaiting(io.Discard, vod(2*time.Second, 4*time.Second, manifest.Number), now); !errors.Is(err, media.ErrInvalidMedia) {
 		t.Errorf("a waiting MPD of an asset: %v", err)
+	}
+}
+
+// A low-latency MPD carries availabilityTimeOffset = D − chunk and
+// availabilityTimeComplete="false" on every SegmentTemplate, one ServiceDescription
+// (before the Periods) whose latency refers to the ProducerReferenceTime of every
+// AdaptationSet, which places media time 0 at the availability start; it validates
+// with several Periods too. Without LowLatency none of it is there (the golden files
+// of the other cases hold their bytes).
+func TestLowLatencyMPD(t *testing.T) {
+	for _, addr := range []manifest.Addressing{manifest.Number, manifest.Timeline} {
+		t.Run(addr.String(), func(t *testing.T) {
+			p := lowLatency(live(ast2025, 2*time.Second, 10*time.Second, ast2025.Add(60500*time.Millisecond), addr), 40*time.Millisecond)
+			v := p.Segments[p.Stream.TracksOf(media.Video)[0].ID]
+			withPeriod(p, 1, v[len(v)-1].Number-1)
+			mpd := render(t, p)
+			manifesttest.ValidateMPD(t, "ll-"+addr.String()+".mpd", mpd)
+			var m mpdXML
+			if err := xml.Unmarshal(mpd, &m); err != nil {
+				t.Fatal(err)
+			}
+			want := serviceDescriptionXML{Latency: latencyXML{Target: 1120, Min: 620, Max: 3120}, PlaybackRate: playbackRateXML{Min: "0.96", Max: "1.04"}}
+			if len(m.ServiceDescriptions) != 1 || m.ServiceDescriptions[0] != want {
+				t.Errorf("ServiceDescriptions %+v, want one %+v", m.ServiceDescriptions, want)
+			}
+			if i, j := bytes.Index(mpd, []byte("<ServiceDescription")), bytes.Index(mpd, []byte("<Period")); i < 0 || i > j {
+				t.Errorf("ServiceDescription not before the first Period:\n%s", mpd)
+			}
+			if len(m.Periods) != 2 {
+				t.Fatalf("%d Periods, want 2", len(m.Periods))
+			}
+			for _, per := range m.Periods {
+				for _, as := range per.AdaptationSets {
+					if len(as.ProducerReferenceTimes) != 1 {
+						t.Fatalf("AdaptationSet %d: %d ProducerReferenceTimes", as.ID, len(as.ProducerReferenceTimes))
+					}
+					prt := as.ProducerReferenceTimes[0]
+					if prt.ID != 0 || prt.PresentationTime != 0 || prt.WallClockTime != "2025-01-01T00:00:00Z" || prt.UTCTiming == nil || prt.UTCTiming.Value != "/time" {
+						t.Errorf("AdaptationSet %d: ProducerReferenceTime %+v", as.ID, prt)
+					}
+					sts := []*segmentTemplateXML{as.SegmentTemplate}
+					for _, r := range as.Representations {
+						sts = append(sts, r.SegmentTemplate)
+					}
+					for _, st := range sts {
+						if st != nil && (st.AvailabilityTimeOffset != "1.96" || st.AvailabilityTimeComplete != "false") {
+							t.Errorf("AdaptationSet %d: availabilityTimeOffset %q, availabilityTimeComplete %q; want 1.96, false", as.ID, st.AvailabilityTimeOffset, st.AvailabilityTimeComplete)
+						}
+					}
+				}
+			}
+			p.LowLatency = nil
+			for _, word := range []string{"availabilityTime", "ServiceDescription", "ProducerReferenceTime"} {
+				if bytes.Contains(render(t, p), []byte(word)) {
+					t.Errorf("%s in an MPD without LowLatency", word)
+				}
+			}
+		})
+	}
+}
+
+func TestNewLowLatency(t *testing.T) {
+	for _, tc := range []struct {
+		segment, chunk time.Duration
+		want           *manifest.LowLatency
+		ato            time.Duration
+	}{
+		{2 * time.Second, 40 * time.Millisecond, &manifest.LowLatency{ChunkDuration: 40 * time.Millisecond, TargetLatency: 1120 * time.Millisecond,
+			MinLatency: 620 * time.Millisecond, MaxLatency: 3120 * time.Millisecond, MinPlaybackRate: 0.96, MaxPlaybackRate: 1.04}, 1960 * time.Millisecond},
+		// Two AAC frames at 48 kHz: the offset is rounded down to the millisecond.
+		{2 * time.Second, 42666667 * time.Nanosecond, &manifest.LowLatency{ChunkDuration: 42666667 * time.Nanosecond, TargetLatency: 1128 * time.Millisecond,
+			MinLatency: 628 * time.Millisecond, MaxLatency: 3128 * time.Millisecond, MinPlaybackRate: 0.96, MaxPlaybackRate: 1.04}, 1957 * time.Millisecond},
+		{2 * time.Second, 2 * time.Second, nil, 0},
+		{2 * time.Second, 3 * time.Second, nil, 0},
+		{2 * time.Second, 0, nil, 0},
+	} {
+		got := manifest.NewLowLatency(tc.segment, tc.chunk)
+		if (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
+			t.Errorf("NewLowLatency(%v, %v) = %+v, want %+v", tc.segment, tc.chunk, got, tc.want)
+			continue
+		}
+		if got != nil && got.AvailabilityTimeOffset(tc.segment) != tc.ato {
+			t.Errorf("NewLowLatency(%v, %v).AvailabilityTimeOffset = %v, want %v", tc.segment, tc.chunk, got.AvailabilityTimeOffset(tc.segment), tc.ato)
+		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"reflect"
 	"regexp"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/streambed/streambed/internal/manifest"
@@ -96,6 +97,13 @@ func build(p *manifest.Presentation) (*mpdXML, error) {
 		m.MaxSegmentDuration = formatDuration(maxSegmentDuration(p))
 		if p.UTCTimingURL != "" {
 			m.UTCTimings = []descriptorXML{{SchemeIDURI: schemeUTCHTTPISO, Value: p.UTCTimingURL}}
+		}
+		if ll := p.LowLatency; ll != nil {
+			m.ServiceDescriptions = []serviceDescriptionXML{{
+				Latency: latencyXML{ReferenceID: producerReferenceID, Target: ll.TargetLatency.Milliseconds(),
+					Min: ll.MinLatency.Milliseconds(), Max: ll.MaxLatency.Milliseconds()},
+				PlaybackRate: playbackRateXML{Min: formatFloat(ll.MinPlaybackRate), Max: formatFloat(ll.MaxPlaybackRate)},
+			}}
 		}
 	} else {
 		m.Type = "static"
@@ -261,6 +269,9 @@ func adaptationSet(p *manifest.Presentation, id int, g group) (adaptationSetXML,
 	if g.kind == media.Video || isFirstAudio(p.Stream, g) {
 		as.Roles = []descriptorXML{{SchemeIDURI: schemeRole, Value: "main"}}
 	}
+	if p.Live && p.LowLatency != nil {
+		as.ProducerReferenceTimes = []producerReferenceTimeXML{producerReferenceTime(p)}
+	}
 
 	templates := make([]*segmentTemplateXML, len(g.tracks))
 	var maxRate manifest.FrameRate
@@ -360,9 +371,34 @@ func ratio(w, h int) string {
 	return fmt.Sprintf("%d:%d", w/a, h/a)
 }
 
+// producerReferenceID ties the ServiceDescription's latency to the AdaptationSets'
+// ProducerReferenceTime.
+const producerReferenceID = 0
+
+// producerReferenceTime says when media time 0 was made: at the availability start,
+// as every live channel's timeline has it (a looped asset is retimed so, an encoder's
+// media is shifted so). presentationTime 0 means the same instant at any timescale
+// and in any Period (a later Period's presentationTimeOffset is its start), so one
+// element serves every Representation. A player that measures latency against it
+// (dash.js, TS 103 285 10.20.4) then finds no offset to correct.
+func producerReferenceTime(p *manifest.Presentation) producerReferenceTimeXML {
+	prt := producerReferenceTimeXML{ID: producerReferenceID, Type: "encoder", WallClockTime: formatDateTime(p.Timeline.AvailabilityStart)}
+	if p.UTCTimingURL != "" {
+		prt.UTCTiming = &descriptorXML{SchemeIDURI: schemeUTCHTTPISO, Value: p.UTCTimingURL}
+	}
+	return prt
+}
+
+// formatFloat writes a rate as the shortest decimal that reads back the same.
+func formatFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
 func segmentTemplate(p *manifest.Presentation, t *media.Track) (*segmentTemplateXML, error) {
 	segs := p.Segments[t.ID]
 	st := &segmentTemplateXML{Initialization: p.InitTemplate, Media: p.MediaTemplate}
+	if p.Live && p.LowLatency != nil {
+		st.AvailabilityTimeOffset = formatFloat(float64(p.LowLatency.AvailabilityTimeOffset(p.SegmentDuration()).Milliseconds()) / 1000)
+		st.AvailabilityTimeComplete = "false"
+	}
 	switch p.Addressing {
 	case manifest.Number:
 		ts, dur, err := numberTimescale(t.Timescale, p.SegmentDuration())

@@ -151,8 +151,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // TestIngestServesWhileThePostIsOpen: each chunk is readable the moment it arrived
-// (the segment in progress by Channel.Partial, a complete one over the origin's
-// /live routes) while the encoder's POST stays open.
+// (by Channel.Partial, and over the origin's /live routes: a complete segment whole,
+// the one in progress chunk by chunk) while the encoder's POST stays open.
 func TestIngestServesWhileThePostIsOpen(t *testing.T) {
 	o := newOrigin(t, Config{})
 	pr, pw := io.Pipe()
@@ -188,13 +188,24 @@ func TestIngestServesWhileThePostIsOpen(t *testing.T) {
 	if status, b := o.get(t, "/live/ch/manifest.mpd"); status != 200 || !bytes.Contains(b, []byte(`id="video"`)) {
 		t.Errorf("MPD while the POST is open: %d %s", status, b)
 	}
-	if status, _ := o.get(t, "/live/ch/video/1.m4s"); status != 404 {
-		t.Errorf("segment 1 in progress over /live: %d, want 404 (not complete)", status)
+	// Segment 1 in progress over /live: the chunk that is in at once, the rest as the
+	// encoder sends it, and the end when the encoder ends the segment.
+	resp, err := http.Get(o.URL + "/live/ch/video/1.m4s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	first := make([]byte, len(seg1a))
+	if _, err := io.ReadFull(resp.Body, first); resp.StatusCode != 200 || err != nil || !bytes.Equal(first, seg1a) {
+		t.Fatalf("segment 1 in progress over /live: %d, %v, first bytes %.40q", resp.StatusCode, err, first)
 	}
 	write(seg1b)
 	pw.Close()
 	if a := <-done; a.status != 200 {
 		t.Fatalf("POST ended with %d %s", a.status, a.body)
+	}
+	if rest, err := io.ReadAll(resp.Body); err != nil || !bytes.Equal(rest, seg1b) {
+		t.Errorf("segment 1 streamed: then %d bytes, %v; want its second chunk and a clean end", len(rest), err)
 	}
 	if status, b := o.get(t, "/live/ch/video/1.m4s"); status != 200 || !bytes.Equal(b, concat(seg1a, seg1b)) {
 		t.Errorf("segment 1 after the POST ended: %d, %d bytes", status, len(b))

@@ -70,8 +70,8 @@ func NewChannel(a *hub.Asset, o ChannelOptions) (*hub.Channel, *Source, error) {
 		sched: Schedule{Start: o.AvailabilityStart.UTC(), SegmentDuration: info.SegmentDuration, DVRWindow: dvr}}
 	c, err := hub.NewChannel(hub.ChannelConfig{
 		Info: &info, Inits: inits, OnDemand: src, ArchiveDir: o.ArchiveDir, Clock: o.Clock,
-		PresentationDelay: o.PresentationDelay,
-		Timeline:          media.Timeline{AvailabilityStart: src.sched.Start, SegmentDuration: info.SegmentDuration, TimeShiftBufferDepth: dvr},
+		PresentationDelay: o.PresentationDelay, ChunkDuration: loop.ChunkDuration(),
+		Timeline: media.Timeline{AvailabilityStart: src.sched.Start, SegmentDuration: info.SegmentDuration, TimeShiftBufferDepth: dvr},
 	})
 	if err != nil {
 		return nil, nil, err

@@ -125,6 +125,25 @@ func parseRate(s string) float64 {
 	return n / d
 }
 
+// ChunkDuration is the longest chunk of any track's segments when they are cut into
+// chunks, 0 when every segment is one chunk.
+func (l *Loop) ChunkDuration() time.Duration {
+	var d time.Duration
+	chunked := false
+	for _, lt := range l.tracks {
+		for _, tm := range lt.segs {
+			chunked = chunked || len(tm.chunks) > 1
+			for _, ch := range tm.chunks {
+				d = max(d, lt.track.Duration(ch.Duration))
+			}
+		}
+	}
+	if !chunked {
+		return 0
+	}
+	return d
+}
+
 // Segment builds live segment n of a track.
 func (l *Loop) Segment(trackID string, n uint64) (*media.Segment, error) {
 	lt, ok := l.tracks[trackID]

@@ -58,6 +58,7 @@ func TestTfdtContinuousAcrossLoops(t *testing.T) {
 		}
 		info := a.Info()
 		k := uint64(len(info.Tracks[0].Segments))
+		var longest time.Duration // of the chunks made, which low-latency MPDs announce
 		for _, tr := range info.Tracks {
 			var prevEnd uint64
 			var prevSeq uint32
@@ -67,6 +68,9 @@ func TestTfdtContinuousAcrossLoops(t *testing.T) {
 				s, err := l.Segment(tr.ID, n)
 				if err != nil {
 					t.Fatal(err)
+				}
+				for _, ch := range s.Chunks {
+					longest = max(longest, tr.Duration(ch.Duration))
 				}
 				tfdts, seqs, durs := fragments(t, s.Bytes())
 				if chunk > 0 && len(tfdts) < 2 {
@@ -100,6 +104,9 @@ func TestTfdtContinuousAcrossLoops(t *testing.T) {
 				}
 				prevEnd = end
 			}
+		}
+		if want := map[bool]time.Duration{true: longest}[chunk > 0]; l.ChunkDuration() != want {
+			t.Errorf("chunk %v: ChunkDuration %v, want %v (the longest chunk made; 0 for whole segments)", chunk, l.ChunkDuration(), want)
 		}
 	}
 }

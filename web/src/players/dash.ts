@@ -34,12 +34,18 @@ export class DashAdapter implements PlayerAdapter {
 
   load(opts: LoadOptions): void {
     this.live = opts.live;
-    this.player.updateSettings({
-      debug: { logLevel: Debug.LOG_LEVEL_WARNING },
+    this.player.updateSettings({ debug: { logLevel: Debug.LOG_LEVEL_WARNING } });
+    if (opts.lowLatency) {
+      // Low-latency DASH: dash.js's low-latency mode starts from the MPD
+      // (availabilityTimeComplete="false": segments are fetched while they grow), and
+      // its ServiceDescription sets the target latency and the catch-up rates
+      // (0.96–1.04). Settings would override both, so only catch-up is switched on.
+      this.player.updateSettings({ streaming: { liveCatchup: { enabled: true } } });
+    } else {
       // Steer back to the target delay by playing up to 10% faster or slower, as hls.js
       // does here, rather than staying as far behind as a slow start left us.
-      streaming: { liveCatchup: { enabled: true, playbackRate: { min: -0.1, max: 0.1 } } },
-    });
+      this.player.updateSettings({ streaming: { liveCatchup: { enabled: true, playbackRate: { min: -0.1, max: 0.1 } } } });
+    }
     // Without an override dash.js takes the delay the origin asks for in the MPD.
     if (opts.liveDelaySegments != null) {
       this.player.updateSettings({ streaming: { delay: { liveDelayFragmentCount: opts.liveDelaySegments } } });
