@@ -67,11 +67,16 @@ type ChannelConfig struct {
 	Archive string `yaml:"archive"`
 }
 
-// DefaultConfig is the embedded demo: channel "demo" looping asset "demo".
+// DefaultConfig is the embedded demo: channels "demo" (one chunk per segment) and
+// "demo-ll" (one-frame chunks: low-latency DASH and WebSocket push) looping asset
+// "demo".
 func DefaultConfig() Config {
 	cfg := Config{Config: server.DefaultConfig(), Demo: true}
 	cfg.Assets = filepath.Join(cfg.DataDir, "assets")
-	cfg.Channels = []ChannelConfig{{Name: "demo", Loop: "demo", DVRWindow: 60 * time.Second}}
+	cfg.Channels = []ChannelConfig{
+		{Name: "demo", Loop: "demo", DVRWindow: 60 * time.Second},
+		{Name: "demo-ll", Loop: "demo", DVRWindow: 60 * time.Second, ChunkDuration: 40 * time.Millisecond},
+	}
 	return cfg
 }
 

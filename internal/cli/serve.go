@@ -57,7 +57,8 @@ Serves packaged assets on demand and live channels that loop them, as DASH and H
 over HTTP/1.1, h2c (prior knowledge) and TLS h2, with the player page at /.
 
 With no flags it is the demo: the asset "demo" (packaged on first start, about a
-minute) served on demand and as the live channel "demo", on :8080 and :8443.
+minute) served on demand and as the live channels "demo" and "demo-ll" (one-frame
+chunks: low-latency DASH and WebSocket push), on :8080 and :8443.
 
 Channels made with --ingest (or "ingest: true" in the configuration, or
 "streambed channel create" while serving) are publishing points: they start
