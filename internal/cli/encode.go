@@ -30,7 +30,7 @@ func Encode(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		duration time.Duration
 		input    = fs.String("input", "", "media `file` to loop as the source (default: a synthetic clip with a clock and a tone)")
 		replay   = fs.Bool("replay", false, "encode the ladder once, then post it in real time with rewritten timestamps (cheap: many channels from one machine)")
-		chunk    = fs.Duration("chunk", 0, "replay: post chunks of this `duration` as they are due (e.g. 40ms, one frame) instead of whole segments")
+		chunk    = durationFlag(fs, "chunk", 0, "replay: post chunks of this `duration` as they are due (e.g. 40ms, one frame) instead of whole segments")
 		preset   = fs.String("preset", "veryfast", "x264 `preset`")
 		cache    = fs.String("cache", filepath.Join(server.DefaultDataDir(), "encoder"), "replay: `folder` for the ladder encoded once")
 	)

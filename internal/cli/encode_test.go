@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"flag"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -24,6 +25,27 @@ func TestSecondsOrDuration(t *testing.T) {
 		if err := f.Set(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+// Every command's duration flags take plain seconds ("--duration 20"), keep their
+// defaults, and say what is wrong with a bad value.
+func TestDurationFlagsTakeSeconds(t *testing.T) {
+	fs := flag.NewFlagSet("load", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	d := durationFlag(fs, "duration", 20*time.Second, "")
+	pause := durationFlag(fs, "pause", 3*time.Second, "")
+	if err := fs.Parse([]string{"--duration", "20", "--pause", "1.5"}); err != nil || *d != 20*time.Second || *pause != 1500*time.Millisecond {
+		t.Errorf("parsed %v %v (%v)", *d, *pause, err)
+	}
+	fs = flag.NewFlagSet("play", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	d = durationFlag(fs, "duration", 20*time.Second, "")
+	if err := fs.Parse(nil); err != nil || *d != 20*time.Second {
+		t.Errorf("default %v (%v)", *d, err)
+	}
+	if err := fs.Parse([]string{"--duration", "soon"}); err == nil || !strings.Contains(err.Error(), "give seconds") {
+		t.Errorf("a bad duration: %v", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -14,6 +15,17 @@ type secondsOrDuration struct{ d *time.Duration }
 func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
 	*p = value
 	fs.Var(secondsOrDuration{p}, name, usage)
+}
+
+// durationFlag is flag.Duration that also takes plain seconds: every command's
+// duration flags read "20" as 20 s.
+func durationFlag(fs *flag.FlagSet, name string, value time.Duration, usage string) *time.Duration {
+	p := new(time.Duration)
+	if !strings.Contains(usage, "`") {
+		usage += " (`seconds`, or a duration such as 500ms or 1m30s)" // -name seconds in the help
+	}
+	durationVar(fs, p, name, value, usage)
+	return p
 }
 
 func (s secondsOrDuration) String() string {

@@ -49,9 +49,9 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var (
 		transports = fs.String("transport", "ws", "comma-separated: ws, http1, http2")
 		clients    = fs.String("clients", "10", "comma-separated client counts (steps)")
-		duration   = fs.Duration("duration", 20*time.Second, "each client's session")
-		ramp       = fs.Duration("ramp", 0, "spread client starts over this (0: min(duration/4, 2s))")
-		pause      = fs.Duration("pause", 3*time.Second, "rest between steps")
+		duration   = durationFlag(fs, "duration", 20*time.Second, "each client's session")
+		ramp       = durationFlag(fs, "ramp", 0, "spread client starts over this (0: min(duration/4, 2s))")
+		pause      = durationFlag(fs, "pause", 3*time.Second, "rest between steps")
 		tracks     = fs.String("tracks", "", "comma-separated track IDs to receive (default: top video rung and first audio)")
 		idle       = fs.Bool("idle", false, "ws only: open sockets that never start (memory per idle socket)")
 		most       = fs.Float64("most", 0.9, "share of clients that must keep up for a step to count toward the inflexion point")

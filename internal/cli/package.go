@@ -18,8 +18,8 @@ func Package(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.SetOutput(stderr)
 	var (
 		out       = fs.String("o", "", "output asset `folder` (created or replaced atomically)")
-		synthetic = fs.Duration("synthetic", 0, "encode a synthetic test clip of this `duration` (testsrc2 with a burnt-in clock, 440 Hz tone) instead of a file")
-		segDur    = fs.Duration("segment-duration", pkg.DefaultSegmentDuration, "segment `duration`; every video segment starts with a keyframe")
+		synthetic = durationFlag(fs, "synthetic", 0, "encode a synthetic test clip of this `duration` (testsrc2 with a burnt-in clock, 440 Hz tone) instead of a file")
+		segDur    = durationFlag(fs, "segment-duration", pkg.DefaultSegmentDuration, "segment `duration`; every video segment starts with a keyframe")
 		ladder    = fs.String("ladder", pkg.DefaultLadder, "video `rungs` HEIGHTp:BITRATE, comma-separated")
 		audioBR   = fs.String("audio-bitrate", "128k", "AAC-LC `bitrate` (48 kHz stereo), or several for one track each (64k,128k); 0 for no audio track")
 		name      = fs.String("name", "", "asset `name` (default: the output folder's name)")
