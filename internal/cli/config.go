@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -42,6 +43,10 @@ type ChannelConfig struct {
 	// Ingest makes a publishing point that an encoder feeds, instead of looping an
 	// asset. It starts empty and waits for its encoder.
 	Ingest bool `yaml:"ingest"`
+	// Relay makes a relay edge's channel: the upstream Streambed's channel at this
+	// push URL (ws://HOST/ws/CHANNEL), received once and served here by every
+	// transport. Its segment_duration must be the upstream's (default 2s).
+	Relay string `yaml:"relay"`
 	// IngestToken is the encoder's bearer token; empty: one generated once and kept
 	// in the data folder (data_dir/ingest/NAME.token), printed at start-up.
 	IngestToken string `yaml:"ingest_token"`
@@ -111,16 +116,28 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("config: channel name %q is invalid or repeated (use letters, digits, . _ -)", ch.Name)
 		}
 		seen[ch.Name] = true
+		kinds := 0
+		for _, set := range []bool{ch.Loop != "", ch.Ingest, ch.Relay != ""} {
+			if set {
+				kinds++
+			}
+		}
+		relayOpts := ch.Options
+		relayOpts.SegmentDuration = 0
 		switch {
-		case ch.Loop == "" && !ch.Ingest:
-			return fmt.Errorf("config: channel %q needs `loop: ASSET` or `ingest: true`", ch.Name)
-		case ch.Loop != "" && ch.Ingest:
-			return fmt.Errorf("config: channel %q has both `loop` and `ingest`: choose one", ch.Name)
+		case kinds == 0:
+			return fmt.Errorf("config: channel %q needs `loop: ASSET`, `ingest: true` or `relay: ws://HOST/ws/CHANNEL`", ch.Name)
+		case kinds > 1:
+			return fmt.Errorf("config: channel %q has more than one of `loop`, `ingest` and `relay`: choose one", ch.Name)
+		case ch.Relay != "" && !strings.HasPrefix(ch.Relay, "ws://") && !strings.HasPrefix(ch.Relay, "wss://"):
+			return fmt.Errorf("config: channel %q: relay %q is not a push URL: want ws://HOST/ws/CHANNEL (or wss://)", ch.Name, ch.Relay)
+		case ch.Relay != "" && (ch.ChunkDuration != 0 || !ch.AvailabilityStart.IsZero() || ch.IngestToken != "" || ch.Preset != "" || relayOpts != (publish.Options{})):
+			return fmt.Errorf("config: channel %q relays %s: its chunks and timeline come from upstream; it takes segment_duration, dvr_window, presentation_delay, archive and ws_policy only", ch.Name, ch.Relay)
 		case ch.Ingest && (ch.ChunkDuration != 0 || !ch.AvailabilityStart.IsZero()):
 			return fmt.Errorf("config: channel %q takes ingest: its chunks and timeline come from the encoder (no chunk_duration or availability_start)", ch.Name)
 		case ch.Ingest && (ch.DVRWindow != 0 || ch.PresentationDelay != 0 || ch.Archive != ""):
 			return fmt.Errorf("config: channel %q takes ingest: write its options as a publishing point's (dvr_window_length, suggested_presentation_delay, archiving: true / archive_dir; docs/protocols/channels.md)", ch.Name)
-		case !ch.Ingest && (ch.IngestToken != "" || ch.Preset != "" || ch.Options != (publish.Options{})):
+		case ch.Loop != "" && (ch.IngestToken != "" || ch.Preset != "" || ch.Options != (publish.Options{})):
 			return fmt.Errorf("config: channel %q loops an asset: ingest_token, preset and the publishing-point options are for `ingest: true` channels", ch.Name)
 		}
 		if ch.Ingest {

@@ -22,6 +22,7 @@ import (
 	"github.com/streambed/streambed/internal/server"
 	"github.com/streambed/streambed/internal/source/ingest"
 	"github.com/streambed/streambed/internal/source/looplive"
+	"github.com/streambed/streambed/internal/source/wsrelay"
 )
 
 // demoDuration is the synthetic demo clip: a multiple of 8 s, so 25 fps video and
@@ -47,7 +48,9 @@ func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cpuProfile = fs.String("cpuprofile", "", "write a Go CPU profile to `file` until the server stops (for performance work)")
 		channels   channelFlags
 		ingests    ingestFlags
+		relays     relayFlags
 	)
+	fs.Var(&relays, "relay", "relay edge channel `NAME=ws://HOST/ws/CHANNEL[,segment=2s][,dvr=60s][,delay=4s]`: another Streambed's channel received once by WebSocket push and served here (repeatable; added to the other channels)")
 	fs.Var(&channels, "channel", "live channel `NAME=ASSET[,dvr=60s][,chunk=40ms][,delay=4s][,archive=DIR]` looping a packaged asset (repeatable; replaces the demo channel; --channel \"\" for none)")
 	fs.Var(&ingests, "ingest", "publishing point `NAME[,preset=P][,segment=2s][,dvr=60s][,delay=4s][,token=T][,archive=DIR]` that an encoder feeds (DASH-IF ingest; presets pure-live, archive, archive-dvr; repeatable; added to the other channels)")
 	fs.Usage = func() {
@@ -122,6 +125,7 @@ Flags:
 		}
 	})
 	cfg.Channels = append(cfg.Channels, ingests...)
+	cfg.Channels = append(cfg.Channels, relays...)
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -240,6 +244,15 @@ func openMedia(ctx context.Context, h *hub.Hub, cfg Config, log *slog.Logger) er
 	}
 	for _, cc := range cfg.Channels {
 		if cc.Ingest {
+			continue
+		}
+		if cc.Relay != "" {
+			if _, err := wsrelay.AddChannel(ctx, h, wsrelay.ChannelOptions{
+				Name: cc.Name, URL: cc.Relay, SegmentDuration: time.Duration(cc.SegmentDuration), DVRWindow: cc.DVRWindow,
+				PresentationDelay: cc.PresentationDelay, ArchiveDir: cc.Archive, Log: log,
+			}); err != nil {
+				return fmt.Errorf("channel %q: %w", cc.Name, err)
+			}
 			continue
 		}
 		a, err := h.Asset(cc.Loop)
@@ -384,6 +397,40 @@ func (c *channelFlags) Set(v string) error {
 			cc.Archive = val
 		default:
 			return fmt.Errorf("unknown channel option %q (dvr, chunk, delay, archive)", k)
+		}
+	}
+	*c = append(*c, cc)
+	return nil
+}
+
+// relayFlags parses repeated --relay NAME=URL[,segment=D][,dvr=D][,delay=D].
+type relayFlags []ChannelConfig
+
+func (c *relayFlags) String() string { return "" }
+
+func (c *relayFlags) Set(v string) error {
+	const want = "NAME=ws://HOST/ws/CHANNEL[,segment=2s][,dvr=60s][,delay=4s]"
+	parts := strings.Split(v, ",")
+	name, url, ok := strings.Cut(parts[0], "=")
+	if !ok || name == "" || url == "" {
+		return errors.New("want " + want)
+	}
+	cc := ChannelConfig{Name: name, Relay: url}
+	for _, p := range parts[1:] {
+		k, val, _ := strings.Cut(p, "=")
+		var d time.Duration
+		if err := (secondsOrDuration{&d}).Set(val); err != nil {
+			return fmt.Errorf("%s: %w", k, err)
+		}
+		switch k {
+		case "segment":
+			cc.SegmentDuration = publish.Duration(d)
+		case "dvr":
+			cc.DVRWindow = d
+		case "delay":
+			cc.PresentationDelay = d
+		default:
+			return fmt.Errorf("unknown relay option %q: want %s", k, want)
 		}
 	}
 	*c = append(*c, cc)

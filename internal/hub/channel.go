@@ -818,6 +818,22 @@ func (c *Channel) Latest(now time.Time) (n uint64, ok bool) {
 	return n, len(tracks) > 0
 }
 
+// Newest is the number of the newest segment of a track that its source has begun,
+// complete or in progress; ok is false when none is stored. A reader that joins
+// before any segment completed (an encoder's or a relay's first) starts there.
+func (c *Channel) Newest(trackID string) (n uint64, ok bool) {
+	lt, err := c.track(trackID)
+	if err != nil {
+		return 0, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if k := len(lt.segs); k > 0 {
+		return lt.segs[k-1].seg.Number, true
+	}
+	return 0, false
+}
+
 // AvailableAt is when segment n of a track completed (zero when it is not stored):
 // a looped channel's schedule time, an ingested one's arrival.
 func (c *Channel) AvailableAt(trackID string, n uint64) time.Time {

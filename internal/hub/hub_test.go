@@ -244,6 +244,34 @@ func TestSubscriptionSlowReaderSkipsToKeyframe(t *testing.T) {
 	}
 }
 
+// A Notify subscription goes on with the next event after an overflow (its reader
+// fills the gap from the store) instead of waiting for a keyframe.
+func TestNotifyGoesOnAfterOverflow(t *testing.T) {
+	now := time.Unix(1010, 0)
+	c := newTestChannel(t, &now, nil, "")
+	n := c.Notify(1)
+	defer n.Stop()
+	if err := c.Publish("v", segment(0, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	if ev := <-n.C; ev.Number != 0 || ev.Index != 0 {
+		t.Fatalf("first event %d/%d", ev.Number, ev.Index)
+	}
+	if n.Lost() != 1 {
+		t.Errorf("lost %d, want 1 (chunk 1 of segment 0)", n.Lost())
+	}
+	if err := c.Publish("v", segment(1, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	if ev := <-n.C; ev.Number != 1 || ev.Index != 0 {
+		t.Errorf("after the overflow: %d/%d, want 1/0", ev.Number, ev.Index)
+	}
+	seg, complete, err := c.Partial("v", 0)
+	if err != nil || !complete || len(seg.Chunks) != 2 {
+		t.Errorf("the store has segment 0 whole for the reader to fill from: %v %v", complete, err)
+	}
+}
+
 // A segment ended by the next one's start reaches subscribers as an end-only event.
 func TestEndOnlyEvent(t *testing.T) {
 	now := time.Unix(1010, 0)

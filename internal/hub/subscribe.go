@@ -28,6 +28,7 @@ type Subscription struct {
 	ch     chan Event
 
 	mu      sync.Mutex
+	notify  bool            // an overflow skips nothing (Notify)
 	skip    map[string]bool // tracks waiting for a keyframe after an overflow
 	lost    int
 	stopped bool
@@ -36,10 +37,22 @@ type Subscription struct {
 // Subscribe starts a subscription to the given tracks (none: all) with a queue of
 // capacity chunks. Call Stop when done.
 func (c *Channel) Subscribe(capacity int, tracks ...string) *Subscription {
+	return c.subscribe(false, capacity, tracks)
+}
+
+// Notify is Subscribe for a reader that takes events as announcements and reads
+// what its queue dropped from the store (Partial): after an overflow the queue goes
+// on with the next event instead of waiting for a keyframe, so the reader learns of
+// the gap within a chunk and fills it, rather than a segment later.
+func (c *Channel) Notify(capacity int, tracks ...string) *Subscription {
+	return c.subscribe(true, capacity, tracks)
+}
+
+func (c *Channel) subscribe(notify bool, capacity int, tracks []string) *Subscription {
 	if capacity < 1 {
 		capacity = 1
 	}
-	s := &Subscription{c: c, ch: make(chan Event, capacity), skip: map[string]bool{}}
+	s := &Subscription{c: c, ch: make(chan Event, capacity), skip: map[string]bool{}, notify: notify}
 	s.C = s.ch
 	if len(tracks) > 0 {
 		s.tracks = map[string]bool{}
@@ -121,6 +134,6 @@ func (s *Subscription) offer(ev Event) {
 	case s.ch <- ev:
 	default:
 		s.lost++
-		s.skip[ev.Track] = true
+		s.skip[ev.Track] = !s.notify
 	}
 }

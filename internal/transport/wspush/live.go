@@ -32,6 +32,8 @@ func (s *session) feedChannel(ctx context.Context, c *hub.Channel) error {
 	live := uint64(0) // the segment in progress
 	if complete {
 		live = latest + 1
+	} else if m, ok := c.Newest(ref.ID); ok {
+		live = m // none complete yet: the one the source has begun
 	}
 	n := live
 	if s.start.At.Position {
@@ -240,7 +242,7 @@ func (s *session) followChannel(ctx context.Context, c *hub.Channel, n uint64) e
 	if s.other != nil {
 		ids = append(ids, s.other.ID)
 	}
-	sub := c.Subscribe(s.opts.SubscriptionCapacity, ids...)
+	sub := c.Notify(s.opts.SubscriptionCapacity, ids...)
 	defer sub.Stop()
 	now := c.Now()
 	f := &follower{s: s, seg: n, otherSeg: n, next: map[string]int{}}
@@ -346,8 +348,8 @@ func (f *follower) event(ev hub.Event, now time.Time) error {
 		return nil
 	}
 	if ev.Number > f.seg {
-		if ev.Number > f.seg+1 && !s.skipping {
-			s.beginSkip("hub queue overflow", true)
+		if err := f.catchUpTo(ev.Number, now); err != nil {
+			return err
 		}
 		if err := f.begin(ev.Number, now); err != nil {
 			return err
@@ -376,14 +378,14 @@ func (f *follower) event(ev hub.Event, now time.Time) error {
 	switch {
 	case ev.Index < want:
 		return nil // sent already (catch-up)
-	case ev.Index > want:
+	case ev.Index > want && !s.fillFromStore(t, ev.Number, want, ev.Index):
 		s.lost++
 		s.beginSkip("hub queue overflow", true)
 		return nil
 	}
 	s.observe(now, false)
 	s.pushChunk(t, ev.Number, ev.Index, ev.Last, ev.Chunk)
-	f.next[ev.Track] = want + 1
+	f.next[ev.Track] = ev.Index + 1
 	if _, queued := s.q.level(); queued > s.queueLimit() {
 		s.beginSkip(fmt.Sprintf("output queue over %v", s.queueLimit()), true)
 	}
@@ -399,6 +401,13 @@ func (f *follower) otherEvent(ev hub.Event, now time.Time) error {
 		return nil
 	}
 	if ev.Number > f.otherSeg {
+		if !f.hold && !s.skipping && !f.otherWait {
+			// The rest of its segment and any between, from the store (see catchUpTo).
+			s.sendStored(s.other, f.otherSeg, f.next[ev.Track])
+			for m := f.otherSeg + 1; m < ev.Number; m++ {
+				s.sendStored(s.other, m, 0)
+			}
+		}
 		f.otherSeg, f.otherWait = ev.Number, false
 		f.next[ev.Track] = 0
 	}
@@ -413,15 +422,76 @@ func (f *follower) otherEvent(ev hub.Event, now time.Time) error {
 	switch {
 	case ev.Index < want:
 		return nil // sent already (catch-up)
-	case ev.Index > want:
+	case ev.Index > want && !s.fillFromStore(s.other, ev.Number, want, ev.Index):
 		s.lost++
 		f.otherWait = true
 		return nil
 	}
 	s.observe(now, false)
 	s.pushChunk(s.other, ev.Number, ev.Index, ev.Last, ev.Chunk)
-	f.next[ev.Track] = want + 1
+	f.next[ev.Track] = ev.Index + 1
 	return nil
+}
+
+// catchUpTo is called when segment target begins: it sends from the store what the
+// hub's queue for this session dropped before it (a source that appends in bursts,
+// such as a relay filling a gap or an encoder posting whole segments), the rest of
+// the segment being sent and every segment between, each through its boundary so
+// the policy still decides per segment. A segment no longer stored is skipped.
+func (f *follower) catchUpTo(target uint64, now time.Time) error {
+	s := f.s
+	if !f.hold && !s.skipping {
+		t := s.ladder[s.rung]
+		s.sendStored(t, f.seg, f.next[t.ID])
+	}
+	for m := f.seg + 1; m < target; m++ {
+		if err := f.begin(m, now); err != nil {
+			return err
+		}
+		if f.hold || s.skipping {
+			continue
+		}
+		if !s.sendStored(s.ladder[s.rung], m, 0) {
+			s.beginSkip("hub queue overflow", true)
+		}
+	}
+	return nil
+}
+
+// sendStored queues the chunks of segment n of track t from index from on, as the
+// channel stores them now; false when it does not store the segment.
+func (s *session) sendStored(t *media.Track, n uint64, from int) bool {
+	c, ok := s.src.(*hub.Channel)
+	if !ok {
+		return false
+	}
+	seg, complete, err := c.Partial(t.ID, n)
+	if err != nil {
+		return false
+	}
+	for i := from; i < len(seg.Chunks); i++ {
+		s.pushChunk(t, n, i, complete && i == len(seg.Chunks)-1, seg.Chunks[i])
+	}
+	return true
+}
+
+// fillFromStore queues chunks from..to-1 of segment n of track t from the channel's
+// store, when the hub's queue for this session dropped their events (a source that
+// appends in bursts: a relay catching up, an encoder posting whole segments). The
+// events only announce; the chunks are still stored unless they left the window.
+func (s *session) fillFromStore(t *media.Track, n uint64, from, to int) bool {
+	c, ok := s.src.(*hub.Channel)
+	if !ok {
+		return false
+	}
+	seg, _, err := c.Partial(t.ID, n)
+	if err != nil || len(seg.Chunks) < to {
+		return false
+	}
+	for i := from; i < to; i++ {
+		s.pushChunk(t, n, i, false, seg.Chunks[i])
+	}
+	return true
 }
 
 func (s *session) queueLimit() time.Duration {

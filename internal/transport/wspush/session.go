@@ -70,6 +70,7 @@ type session struct {
 	adaptive bool           // more than one rung and not fixed: observe and decide
 	ladder   []*media.Track // the adaptive kind (video), ascending bandwidth
 	other    *media.Track   // the other kind (audio), nil if none
+	relay    []*media.Track // a relay session's tracks, all sent at once (relay.go); nil otherwise
 	index    map[string]uint8
 	rung     int
 	base     uint64
@@ -281,6 +282,9 @@ func (s *session) setup(st Start) error {
 	if len(audio) > 0 && len(st.Tracks) == 0 {
 		s.other = audio[0]
 	}
+	if st.Relay {
+		return s.setupRelay(st, audio)
+	}
 	wantRung := -1
 	for _, id := range st.Tracks {
 		found := false
@@ -362,7 +366,7 @@ func (s *session) pushChunk(t *media.Track, n uint64, i int, last bool, c *media
 	}
 	s.q.push(item{
 		kind: KindChunk, start: i == 0, end: last, track: s.index[t.ID], seq: seq, data: c.Data,
-		media: true, primary: t.Kind == s.ladder[0].Kind, dur: t.Duration(c.Duration),
+		media: true, primary: t.Kind == s.ladder[0].Kind && (s.relay == nil || t == s.ladder[0]), dur: t.Duration(c.Duration),
 	})
 }
 
@@ -383,6 +387,18 @@ func (s *session) ready(start time.Duration, live bool, ast time.Time, dur time.
 			Index: int(s.index[t.ID]), ID: t.ID, Kind: string(t.Kind), Codec: t.Codec, MimeType: t.MimeType(),
 			Bandwidth: t.Bandwidth, Width: t.Width, Height: t.Height, Timescale: t.Timescale,
 		})
+	}
+	if s.relay != nil {
+		for _, t := range s.relay {
+			add(t)
+		}
+		s.push(r)
+		for _, t := range s.relay {
+			if err := s.pushInit(t, s.base); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	for _, t := range s.ladder {
 		add(t)
@@ -511,6 +527,9 @@ func (s *session) feed(ctx context.Context) error {
 	// A channel is followed as it grows; an asset is paced from its start.
 	switch src := s.src.(type) {
 	case *hub.Channel:
+		if s.relay != nil {
+			return s.feedRelay(ctx, src)
+		}
 		return s.feedChannel(ctx, src)
 	case *hub.Asset:
 		return s.feedAsset(ctx, src)

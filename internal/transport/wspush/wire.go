@@ -131,7 +131,7 @@ const (
 	MaxStartLen  = 4096 // bytes of a start or status message
 	maxCodecs    = 16
 	maxCodecLen  = 64
-	maxTracks    = 8
+	maxTracks    = 32 // a relay may name a whole ladder
 	maxPolicyLen = 32
 )
 
@@ -156,6 +156,11 @@ type Start struct {
 	Tracks []string `json:"tracks,omitempty"`
 	// Stats asks for an "adapt" message at every segment boundary.
 	Stats bool `json:"stats,omitempty"`
+	// Relay asks for every track at once (a relay edge that serves viewers of its
+	// own): every video rung after Codecs and MaxBitrate and every audio track, or
+	// only those Tracks names (any number per kind), each from its own init and
+	// segment starts, with no adaptation. Live channels only.
+	Relay bool `json:"relay,omitempty"`
 }
 
 // At is the start position: live (the zero value), or a position in seconds.
