@@ -30,7 +30,7 @@ BENCH_INGEST_DEPS := curl:curl jq:jq taskset:util-linux bc:bc ffmpeg:ffmpeg
 STRESS_DEPS   := stress-ng:stress-ng
 
 .PHONY: run test build deps test-deps demo test-assets go-test lint bench bench-origin bench-ws-capacity \
-        bench-ws-capacity-nginx bench-ab bench-ingest stress-suite lab-peers lab-smoke clean help
+        bench-ws-capacity-nginx bench-ws-relay bench-ab bench-ingest stress-suite lab-peers lab-smoke clean help
 .DEFAULT_GOAL := help
 
 help:
@@ -39,6 +39,7 @@ help:
 	@echo "make build   build web app and bin/streambed"
 	@echo "make bench-origin   wrk against streambed and nginx serving the same files"
 	@echo "make bench-ws-capacity[-nginx]   WebSocket push capacity (root; JSON into docs/results)"
+	@echo "make bench-ws-relay   the same push viewers on one origin and behind two relay edges (origin CPU)"
 	@echo "make bench-ab A=OLD_BIN B=NEW_BIN   the same origin workloads against two binaries (before/after)"
 	@echo "make bench-ingest   ingest latency (p50/p99) and channels per machine (INGEST_CHANNELS=\"1 5 10 20\")"
 	@echo "make stress-suite   make test 5 times in a fresh clone with one core kept busy"
@@ -109,6 +110,11 @@ bench-origin: build
 bench-ws-capacity: build
 	@scripts/ensure-deb.sh $(BENCH_CAPACITY_DEPS)
 	bench/ws-capacity.sh
+
+# WebSocket relay edges: the same viewers on one origin and behind two relay edges.
+bench-ws-relay: build
+	@scripts/ensure-deb.sh $(BENCH_CAPACITY_DEPS)
+	bench/ws-relay-tree.sh
 
 bench-ws-capacity-nginx: build
 	@scripts/ensure-deb.sh $(BENCH_CAPACITY_DEPS)

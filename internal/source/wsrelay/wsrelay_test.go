@@ -34,7 +34,7 @@ type tier struct {
 
 func (tr *tier) wsURL() string { return "ws" + strings.TrimPrefix(tr.srv.URL, "http") + "/ws/live" }
 
-func serve(t *testing.T, ctx context.Context, h *hub.Hub, c *hub.Channel) *tier {
+func serve(t testing.TB, ctx context.Context, h *hub.Hub, c *hub.Channel) *tier {
 	t.Helper()
 	wh, err := wspush.NewHandler(ctx, h, wspush.Options{Policy: "fixed"})
 	if err != nil {
@@ -51,7 +51,7 @@ func serve(t *testing.T, ctx context.Context, h *hub.Hub, c *hub.Channel) *tier 
 }
 
 // newOrigin loops the test asset (2 s segments, 40 ms chunks) as channel "live".
-func newOrigin(t *testing.T, ctx context.Context) *tier {
+func newOrigin(t testing.TB, ctx context.Context) *tier {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "test")
 	if err := os.Symlink(testmedia.Asset(t), dir); err != nil {
@@ -124,7 +124,7 @@ func (e *edge) ended() []Stats {
 }
 
 // newEdge relays the origin's channel "live" into a channel of its own.
-func newEdge(t *testing.T, ctx context.Context, upstream string) *edge {
+func newEdge(t testing.TB, ctx context.Context, upstream string) *edge {
 	t.Helper()
 	c, err := hub.NewChannel(hub.ChannelConfig{
 		Info:     &media.Stream{Name: "live", SegmentDuration: 2 * time.Second},
@@ -148,7 +148,7 @@ func newEdge(t *testing.T, ctx context.Context, upstream string) *edge {
 	return e
 }
 
-type tlog struct{ t *testing.T }
+type tlog struct{ t testing.TB }
 
 func (l tlog) Write(b []byte) (int, error) { l.t.Log(strings.TrimSpace(string(b))); return len(b), nil }
 
