@@ -47,6 +47,7 @@ const ui = {
   url: $<HTMLAnchorElement>('now-url'),
   stats: $<HTMLDListElement>('stats'),
   timeline: $<HTMLInputElement>('mpd-timeline'),
+  badge: $<HTMLDivElement>('latency-badge'),
   chart: new Chart($<HTMLCanvasElement>('chart')),
 };
 
@@ -143,6 +144,7 @@ function renderStreams(): void {
     meta.className = 'stream-meta';
     const parts: string[] = [];
     if (s.segment_duration_ms) parts.push(`${trimNum(s.segment_duration_ms / 1000)} s segments`);
+    if (s.live && s.chunk_duration_ms) parts.push(`${Math.round(s.chunk_duration_ms)} ms chunks (low latency)`);
     for (const t of s.tracks ?? []) parts.push(describeTrack(t));
     meta.textContent = parts.join(' · ');
     btn.append(name, badge, meta);
@@ -379,6 +381,7 @@ function tick(): void {
   }
   const state = statCells.get('state');
   if (state) state.dataset.state = stateOf(s);
+  showLatencyBadge(s);
   if (session) {
     ui.chart.push({
       t: performance.now(),
@@ -387,6 +390,32 @@ function tick(): void {
       stalled: s.startupMs != null && !s.playing && !ui.video.paused && !s.error,
     });
   }
+}
+
+const PLAYER_NAMES: Record<string, string> = { dashjs: 'dash.js', hlsjs: 'hls.js', wspush: 'WebSocket push' };
+
+/** The live latency over the video, large: seconds behind the live edge and which
+ * player holds it (green below 2 s). Hidden for VOD and before the player knows it. */
+function showLatencyBadge(s: Stats): void {
+  const show = !!session && s.live && s.latencyS != null && s.startupMs != null;
+  ui.badge.hidden = !show;
+  if (!show || s.latencyS == null) return;
+  const value = s.latencyS.toFixed(2);
+  const what = `behind live · ${s.player ? PLAYER_NAMES[s.player] ?? s.player : ""}`;
+  if (ui.badge.dataset.text !== value + what) {
+    ui.badge.dataset.text = value + what;
+    const v = document.createElement('span');
+    v.className = 'value';
+    v.textContent = value;
+    const u = document.createElement('span');
+    u.className = 'unit';
+    u.textContent = 's';
+    const w = document.createElement('span');
+    w.className = 'what';
+    w.textContent = what;
+    ui.badge.replaceChildren(v, u, w);
+  }
+  ui.badge.classList.toggle('low', s.latencyS < 2);
 }
 
 function formatBytes(n: number): string {

@@ -185,6 +185,14 @@ describe('player page on streambed serve', { timeout: 600_000 }, () => {
       assert.equal(await serverRow.isVisible(), true, `"Server chose" hidden for WebSocket push${await context()}`);
       assert.match(await serverRow.textContent(), /^v\d+ \(.+\)$|^held back \(.+\)$/);
       assert.match(await page.locator('dd[data-stat="push"]').textContent(), /^\d+ chunks · /);
+      // The live latency over the video, large, names the player and agrees with the
+      // stats (the badge re-renders on the page's tick: compare within a tick's drift).
+      const badge = page.locator('#latency-badge');
+      await badge.waitFor({ state: 'visible', timeout: 10_000 });
+      assert.match(await badge.textContent(), /^\d+\.\d\ds ?behind live · WebSocket push$/);
+      const shown = Number((await badge.locator('.value').textContent()).trim());
+      s = await page.evaluate(() => window.streambed.stats());
+      assert.ok(Math.abs(shown - s.latencyS) < 0.5, `the badge shows ${shown} s, the stats ${s.latencyS} s${await context()}`);
 
       await page.locator('label:has(input[value="dashjs"])').click();
       await playing('dashjs');
