@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/streambed/streambed/internal/lab/experiment"
 	"github.com/streambed/streambed/internal/lab/netem"
@@ -27,11 +29,14 @@ func Lab(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return labRun(ctx, args[1:], stdout, stderr)
 	case "report":
 		return labReport(args[1:], stdout, stderr)
+	case "compare":
+		return labCompare(ctx, args[1:], stdout, stderr)
 	}
-	return fmt.Errorf("unknown lab subcommand %q (run, report)", args[0])
+	return fmt.Errorf("unknown lab subcommand %q (run, compare, report)", args[0])
 }
 
 const labUsage = `Usage: streambed lab run SCENARIO.yaml [flags]
+       streambed lab compare [--profile P] [--transports LIST] [flags]
        streambed lab report RESULTS.json [--out DIR]
 
 run: packages the scenario's content (cached), builds an emulated network (hosts
@@ -40,9 +45,18 @@ the scenario's parameter matrix runs ` + "`streambed play --json`" + ` in the cl
 the scenario's number of times. Writes results.json, results.csv and report.html
 (tables with spread, plots, published figures beside ours). Needs root (namespaces).
 
+compare: plays one live channel (2 s segments in one-frame chunks) over every
+transport Streambed has — HTTP/1.1, h2c, h2, HTTP/2 push, WebSocket push, ParS — on
+one emulated link, and writes one report side by side: start-up, latency, stalls,
+bitrate, switches, requests, overhead bytes, link utilisation. --profile names a link
+in experiments/profiles (broadband by default; lossy-50ms, bursty-loss, ...) or a
+profile file. Needs root (namespaces).
+
 report: re-renders report.html from a results.json.
 
 Scenarios live in experiments/. Examples:
+  sudo streambed lab compare
+  sudo streambed lab compare --profile lossy-50ms --repetitions 3
   sudo streambed lab run experiments/h2-pull.yaml --out docs/results/h2-pull
   streambed lab run experiments/smoke.yaml --limit 2
 `
@@ -106,6 +120,68 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if failed > 0 && err == nil {
 			err = fmt.Errorf("%d of %d runs failed; see the report's \"Failed runs\"", failed, len(res.Runs))
 		}
+	}
+	return err
+}
+
+func labCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("lab compare", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	profile := fs.String("profile", "broadband", "link `profile`: a name in experiments/profiles or a profile file")
+	transports := fs.String("transports", strings.Join(experiment.DefaultCompareTransports, ","), "comma-separated player `transports`")
+	duration := durationFlag(fs, "duration", 30*time.Second, "each player's session")
+	reps := fs.Int("repetitions", 1, "runs per transport (`N`; medians and spreads from 3 on)")
+	clients := fs.String("clients", "headless", "`players`: headless (the Go player); browser is not built yet")
+	out := fs.String("out", "", "output `folder` (default lab-results/compare-PROFILE)")
+	cache := fs.String("cache", filepath.Join(".cache", "lab-content"), "`folder` for packaged content, reused across runs")
+	backend := fs.String("backend", "auto", "netem backend: auto, userspace or kernel")
+	verbose := fs.Bool("v", false, "log network and origin details")
+	fs.Usage = func() { fmt.Fprint(stderr, labUsage, "\nFlags (compare):\n"); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("lab compare takes no arguments (got %q); see --help", fs.Arg(0))
+	}
+	if *clients != "headless" {
+		return fmt.Errorf("--clients %s: only headless players can be lab clients so far (browsers in the lab are not built yet)", *clients)
+	}
+	s, err := experiment.CompareScenario(experiment.CompareOptions{
+		Profile: *profile, Transports: strings.Split(*transports, ","), Duration: *duration, Repetitions: *reps,
+	})
+	if err != nil {
+		return err
+	}
+	b, err := netem.ParseBackend(*backend)
+	if err != nil {
+		return err
+	}
+	outDir, cacheDir, err := experiment.Folders(*out, *cache, s.Name)
+	if err != nil {
+		return err
+	}
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	fmt.Fprintf(stderr, "lab: %s — %d transports × %d repetitions, %v each\n", s.Title, len(s.Cells()), s.Repetitions, *duration)
+	res, err := experiment.Execute(ctx, s, experiment.Options{OutDir: outDir, CacheDir: cacheDir, Backend: b, Progress: stderr, Log: log})
+	if res == nil {
+		return err
+	}
+	if werr := res.Write(outDir); werr != nil && err == nil {
+		err = werr
+	}
+	failed := 0
+	for _, r := range res.Runs {
+		if r.Error != "" {
+			failed++
+		}
+	}
+	fmt.Fprintf(stdout, "%d runs (%d failed). Report: %s\n", len(res.Runs), failed, filepath.Join(outDir, "report.html"))
+	if failed > 0 && err == nil {
+		err = fmt.Errorf("%d of %d runs failed; see the report's \"Failed runs\"", failed, len(res.Runs))
 	}
 	return err
 }

@@ -242,7 +242,11 @@ func StartOrigin(ctx context.Context, nw *netem.Network, s *Scenario, durs []tim
 		"--data-dir", filepath.Join(opts.OutDir, ".origin")}
 	for _, d := range durs {
 		if s.Play.Live { // only loopable content can be a channel
-			args = append(args, "--channel", fmt.Sprintf("live-%s=%s", AssetName(d), AssetName(d)))
+			ch := fmt.Sprintf("live-%s=%s", AssetName(d), AssetName(d))
+			if s.Play.Chunk > 0 {
+				ch += ",chunk=" + s.Play.Chunk.D().String()
+			}
+			args = append(args, "--channel", ch)
 		}
 	}
 	if !s.Play.Live {
@@ -300,12 +304,16 @@ func (s *Scenario) playURL(server string, cell Cell) string {
 	if s.Play.Live {
 		path = layout.Manifest(true, "live-"+name, layout.MPD)
 	}
-	switch cell["transport"] {
-	case "h2", "https":
+	if tlsTransport(cell["transport"]) {
 		return fmt.Sprintf("https://%s:%d%s", server, httpsPort, path)
-	default:
-		return fmt.Sprintf("http://%s:%d%s", server, httpPort, path)
 	}
+	return fmt.Sprintf("http://%s:%d%s", server, httpPort, path)
+}
+
+// tlsTransport says whether a player transport speaks TLS (HTTP/2 over TLS, with or
+// without push); the origin's certificate is self-signed.
+func tlsTransport(t string) bool {
+	return t == "h2" || t == "https" || strings.HasPrefix(t, "h2push-")
 }
 
 // runPlayer runs `streambed play --json` in the client host for one cell.
@@ -314,7 +322,7 @@ func runPlayer(ctx context.Context, nw *netem.Network, s *Scenario, cell Cell, o
 	args := []string{opts.Bin, "play", s.playURL(nw.Server().String(), cell), "--json"}
 	if t := cell["transport"]; t != "" {
 		args = append(args, "--transport", t)
-		if t == "h2" {
+		if tlsTransport(t) {
 			args = append(args, "--insecure")
 		}
 	}

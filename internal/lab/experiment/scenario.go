@@ -55,6 +55,9 @@ type Content struct {
 type Play struct {
 	Duration Duration `yaml:"duration"` // how long to play; 0: the whole asset (VOD)
 	Live     bool     `yaml:"live"`     // play the looped live channel instead of the asset
+	// Chunk cuts the live channel's segments into chunks of this duration (low-latency
+	// DASH on its $Number$ MPD, push chunk by chunk); 0: one chunk per segment.
+	Chunk Duration `yaml:"chunk"`
 	ABR      string   `yaml:"abr"`      // throughput, bba, bola, fixed:TRACK
 	Args     []string `yaml:"args"`     // more `streambed play` flags
 	// Timeout bounds one run (default: duration + 2 min).

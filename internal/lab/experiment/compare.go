@@ -1,0 +1,142 @@
+package experiment
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// `streambed lab compare`: the same live stream over every transport Streambed has,
+// on one emulated link, in one report. It is a scenario like the files in
+// experiments/, made from a link profile and a list of transports.
+
+// DefaultCompareTransports are the headless player's transports for one live
+// channel: HTTP/1.1, h2c, h2 (TLS), HTTP/2 push of the init segments, WebSocket push
+// and ParS (N chosen by its model).
+var DefaultCompareTransports = []string{"http1", "h2c", "h2", "h2push-init", "ws", "pars"}
+
+// CompareMetrics are the columns of the comparison, the player's JSON keys.
+var CompareMetrics = []string{
+	"startup_delay_ms", "latency_ms", "stall_count", "stall_ms", "avg_bitrate_kbps", "switches",
+	"requests", "overhead_bytes", "link_utilisation",
+}
+
+// CompareOptions make a comparison scenario.
+type CompareOptions struct {
+	// Profile is a link profile: a name of a file in ProfileDir (without .yaml) or a
+	// path to a profile file (netem profile YAML).
+	Profile    string
+	ProfileDir string // default experiments/profiles
+	Transports []string
+	Duration   time.Duration // each player's session (default 30 s)
+	// Chunk is the live channel's chunk duration (default 40 ms: one frame at 25 fps,
+	// so the $Number$ MPD is low-latency DASH and push sends one chunk per frame).
+	Chunk       time.Duration
+	Repetitions int
+}
+
+// CompareScenario builds the comparison's scenario.
+func CompareScenario(o CompareOptions) (*Scenario, error) {
+	if o.ProfileDir == "" {
+		o.ProfileDir = filepath.Join("experiments", "profiles")
+	}
+	if len(o.Transports) == 0 {
+		o.Transports = DefaultCompareTransports
+	}
+	if o.Duration <= 0 {
+		o.Duration = 30 * time.Second
+	}
+	if o.Chunk <= 0 {
+		o.Chunk = 40 * time.Millisecond
+	}
+	if o.Repetitions <= 0 {
+		o.Repetitions = 1
+	}
+	path, name, err := profilePath(o.Profile, o.ProfileDir)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("profile: %w", err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil || len(doc.Content) == 0 {
+		return nil, fmt.Errorf("profile %s: not YAML: %v", path, err)
+	}
+	network := *doc.Content[0]
+	stripKeys(&network, "name", "description") // the scenario's own; the link fields stay
+	s := &Scenario{
+		Name:  "compare-" + name,
+		Title: fmt.Sprintf("Every transport on one link (%s)", name),
+		Description: fmt.Sprintf("One live channel (2 s segments in %v chunks, a four-rung ladder with 64 kbit/s audio) "+
+			"played for %v by the headless player over each transport on the %s link (%s), %d time(s) each. "+
+			"Latency is wall-clock time minus the playhead's wall time, with the clock synchronised from the MPD's UTCTiming, "+
+			"the same definition for every transport. The headless player appends whole segments, so pull transports "+
+			"show segment-level latency even on the low-latency MPD.", o.Chunk, o.Duration, name, path, o.Repetitions),
+		Content: Content{
+			Synthetic: "16s", SegmentDuration: Duration(2 * time.Second),
+			Ladder: "180p:100k,360p:400k,540p:800k,720p:1500k", AudioBitrate: "64k", Preset: "ultrafast",
+		},
+		Network:     network,
+		Matrix:      Matrix{{Name: "transport", Values: o.Transports}},
+		Repetitions: o.Repetitions,
+		Play:        Play{Duration: Duration(o.Duration), Live: true, Chunk: Duration(o.Chunk), Timeout: Duration(o.Duration + 2*time.Minute)},
+		Metrics:     CompareMetrics,
+		Plot:        Plot{X: "transport"},
+	}
+	return s, s.Validate()
+}
+
+// profilePath resolves a profile name or file.
+func profilePath(p, dir string) (path, name string, err error) {
+	if p == "" {
+		p = "broadband"
+	}
+	if strings.ContainsAny(p, "/.") {
+		if _, err := os.Stat(p); err != nil {
+			return "", "", fmt.Errorf("profile %s: %w", p, err)
+		}
+		return p, strings.TrimSuffix(filepath.Base(p), filepath.Ext(p)), nil
+	}
+	path = filepath.Join(dir, p+".yaml")
+	if _, err := os.Stat(path); err != nil {
+		return "", "", fmt.Errorf("no profile %q in %s (have: %s); or give a profile file's path", p, dir, strings.Join(profileNames(dir), ", "))
+	}
+	return path, p, nil
+}
+
+func profileNames(dir string) []string {
+	m, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	var out []string
+	for _, f := range m {
+		out = append(out, strings.TrimSuffix(filepath.Base(f), ".yaml"))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// stripKeys removes keys from a YAML mapping node.
+func stripKeys(n *yaml.Node, keys ...string) {
+	if n.Kind != yaml.MappingNode {
+		return
+	}
+	var kept []*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		drop := false
+		for _, k := range keys {
+			if n.Content[i].Value == k {
+				drop = true
+			}
+		}
+		if !drop {
+			kept = append(kept, n.Content[i], n.Content[i+1])
+		}
+	}
+	n.Content = kept
+}
