@@ -85,8 +85,9 @@ func TestREADMEConfigLoads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the README's configuration does not load: %v", err)
 	}
-	if len(cfg.Channels) != 2 || cfg.Channels[0].Name != "demo" || cfg.WSPush.Policy != "tcp" ||
-		!cfg.Channels[1].Ingest || cfg.Channels[1].Preset != "pure-live" || !cfg.Channels[1].Archiving {
+	if len(cfg.Channels) != 3 || cfg.Channels[0].Name != "demo" || cfg.WSPush.Policy != "tcp" ||
+		cfg.Channels[1].Relay == "" || time.Duration(cfg.Channels[1].SegmentDuration) != 2*time.Second ||
+		!cfg.Channels[2].Ingest || cfg.Channels[2].Preset != "pure-live" || !cfg.Channels[2].Archiving {
 		t.Errorf("README configuration read as %+v", cfg)
 	}
 }
@@ -108,6 +109,41 @@ func TestConfigIngestChannels(t *testing.T) {
 		_, err := LoadConfig(p)
 		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
 			t.Errorf("%q: err %v, want %q", body, err, want)
+		}
+	}
+}
+
+func TestConfigRelayChannels(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	for body, want := range map[string]string{
+		"channels:\n  - name: a\n    relay: ws://origin:8080/ws/a\n    segment_duration: 4s\n    dvr_window: 30s\n": "",
+		"channels:\n  - name: a\n    relay: wss://origin/ws/a\n    ws_policy: buffer\n":                             "",
+		"channels:\n  - name: a\n    relay: http://origin/live/a/manifest.mpd\n":                                    "not a push URL",
+		"channels:\n  - name: a\n    relay: ws://o/ws/a\n    loop: demo\n":                                          "more than one",
+		"channels:\n  - name: a\n    relay: ws://o/ws/a\n    chunk_duration: 40ms\n":                                "come from upstream",
+		"channels:\n  - name: a\n    relay: ws://o/ws/a\n    archiving: true\n":                                     "come from upstream",
+		"channels:\n  - name: a\n": "relay: ws://",
+	} {
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := LoadConfig(p)
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("%q: err %v, want %q", body, err, want)
+		}
+	}
+	var rf relayFlags
+	if err := rf.Set("edge=ws://o:8080/ws/demo,segment=4,dvr=30s,delay=6"); err != nil {
+		t.Fatal(err)
+	}
+	if c := rf[0]; c.Name != "edge" || c.Relay != "ws://o:8080/ws/demo" || time.Duration(c.SegmentDuration) != 4*time.Second ||
+		c.DVRWindow != 30*time.Second || c.PresentationDelay != 6*time.Second {
+		t.Errorf("--relay parsed as %+v", c)
+	}
+	for _, bad := range []string{"edge", "=ws://o/ws/a", "edge=ws://o/ws/a,chunk=40ms", "edge=ws://o/ws/a,dvr=soon"} {
+		var rf relayFlags
+		if err := rf.Set(bad); err == nil {
+			t.Errorf("--relay %q accepted", bad)
 		}
 	}
 }
