@@ -179,8 +179,8 @@ func loadMerge(args []string, stdout, stderr io.Writer) error {
 
 func printWorkload(w io.Writer, r *workload.Report, out string) {
 	t := r.Totals()
-	fmt.Fprintf(w, "%s: %.1f s, %d requests (%.1f/s), %.2f Mbit/s, %d errors, sessions %d started / %d skipped / %d failed\n",
-		r.Mode, t.Seconds, t.Requests, t.RequestsPerS, t.ThroughputBps/1e6, t.Errors, r.Sessions.Started, r.Sessions.Skipped, r.Sessions.Failed)
+	fmt.Fprintf(w, "%s: %.1f s, %d requests (%.1f/s), %.2f Mbit/s, %d errors, sessions %d started / %d skipped / %d failed, %d jumps to the live edge\n",
+		r.Mode, t.Seconds, t.Requests, t.RequestsPerS, t.ThroughputBps/1e6, t.Errors, r.Sessions.Started, r.Sessions.Skipped, r.Sessions.Failed, r.Sessions.Jumps)
 	for _, k := range workload.Kinds {
 		p := t.Percentiles[k]
 		fmt.Fprintf(w, "  %-8s %7d  %5.1f%%  p50 %7.2f  p90 %7.2f  p99 %7.2f  p99.9 %7.2f ms  errors %d\n",

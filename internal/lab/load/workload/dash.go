@@ -74,6 +74,11 @@ func (w *worker) runDASH() error {
 			w.wait(until)
 			continue
 		}
+		if s.tooFarBehind(seg, now) {
+			s.pos = -1 // a player that fell far behind the live edge jumps back to it
+			s.rec.Count(func(ss *Sessions) { ss.Jumps++ })
+			continue
+		}
 		s.fetchSegment(seg)
 		s.pos = seg.End()
 	}
@@ -162,10 +167,16 @@ func pickAudio(m *player.Manifest, id string) *player.Representation {
 	if set == nil {
 		return nil
 	}
+	// "128k" as declared: the nearest within 15% (a128 of our ladder declares its
+	// measured peak, 133 kbit/s).
+	var best *player.Representation
 	for _, r := range set.Representations {
-		if r.Bandwidth >= 120000 && r.Bandwidth <= 136000 {
-			return r
+		if d := abs(r.Bandwidth - 128000); d <= 19200 && (best == nil || d < abs(best.Bandwidth-128000)) {
+			best = r
 		}
+	}
+	if best != nil {
+		return best
 	}
 	return set.Representations[len(set.Representations)-1]
 }
@@ -269,3 +280,25 @@ func (s *dashSession) markInit(u string) {
 }
 
 func (s *dashSession) estAdd(n int64, d time.Duration) { s.est.Add(n, d) }
+
+func abs(v int) int {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// tooFarBehind reports whether seg has been out for longer than the player's live
+// delay (suggestedPresentationDelay, else three segments): a worker that fell that
+// far behind (a stalled load host) jumps to the newest segment, as live players do,
+// rather than fetching the backlog in a burst.
+func (s *dashSession) tooFarBehind(seg player.Segment, now time.Time) bool {
+	if seg.AvailableAt.IsZero() {
+		return false
+	}
+	delay := s.mpd.SuggestedPresentationDelay
+	if delay <= 0 {
+		delay = 3 * s.video.Index.NominalDuration()
+	}
+	return now.Sub(seg.AvailableAt) > delay
+}

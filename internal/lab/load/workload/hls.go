@@ -34,6 +34,10 @@ func (t *hlsTrack) last() (uint64, bool) {
 	return t.pl.Segments[len(t.pl.Segments)-1].Sequence, true
 }
 
+// hlsBehind is how many segments behind the newest a worker may fall before it jumps
+// to the newest (hls.js's live sync default is three target durations).
+const hlsBehind = 3
+
 // runHLS is a live HLS player's requests: the multivariant playlist once, then the
 // media playlists of the top variant and its audio rendition, reloaded every target
 // duration (half of it after a reload that brought nothing new, RFC 8216 6.3.4),
@@ -101,8 +105,12 @@ func (w *worker) runHLS() error {
 	reload()
 	for !w.stopped() {
 		v := tracks[0]
-		if last, ok := v.last(); ok && (!started || next < v.pl.Segments[0].Sequence) {
-			next, started = last, true // start (or, having fallen out of the window, resume) at the newest
+		if last, ok := v.last(); ok && (!started || next < v.pl.Segments[0].Sequence || last > next+hlsBehind) {
+			if started {
+				w.rec.Count(func(ss *Sessions) { ss.Jumps++ })
+			}
+			// Start at the newest; a worker that fell behind jumps back to it.
+			next, started = last, true
 		}
 		if vs, ok := v.segment(next); ok && started {
 			var wg sync.WaitGroup

@@ -128,7 +128,7 @@ th:first-child,td:first-child{text-align:left}th{background:#f6f6f6}.meta{color:
 <p class="meta"><code>{{.R.URL}}</code><br>
 {{.R.Started.UTC.Format "2006-01-02 15:04:05 UTC"}} · {{printf "%.1f" .T.Seconds}} s · hosts {{range $i, $h := .R.Hosts}}{{if $i}}, {{end}}{{$h}}{{end}}</p>
 <p><b>{{.RPS}}</b> requests/s · <b>{{.Mbps}}</b> Mbit/s received · {{.T.Requests}} requests · {{.T.Errors}} errors ·
-sessions: {{.R.Sessions.Planned}} planned, {{.R.Sessions.Started}} started, {{.R.Sessions.Skipped}} skipped (all workers busy), {{.R.Sessions.Failed}} failed, peak {{.R.Sessions.PeakBusy}} at once{{if .R.Sessions.Switches}}, {{.R.Sessions.Switches}} rendition switches{{end}}</p>
+sessions: {{.R.Sessions.Planned}} planned, {{.R.Sessions.Started}} started, {{.R.Sessions.Skipped}} skipped (all workers busy), {{.R.Sessions.Failed}} failed, peak {{.R.Sessions.PeakBusy}} at once{{if .R.Sessions.Switches}}, {{.R.Sessions.Switches}} rendition switches{{end}}{{if .R.Sessions.Jumps}}, {{.R.Sessions.Jumps}} jumps back to the live edge (a worker fell behind){{end}}</p>
 <h2>Requests by kind</h2>
 <p class="meta">Response time is from sending the request to the last byte of the body, in ms, from log-bucket histograms kept to 1/128 of each value (quantiles within 0.4%). The published request mix is that of the live load tests this generator reproduces.</p>
 <table><tr><th>kind</th><th>requests</th><th>share</th><th>published</th><th>errors</th><th>MB</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>mean</th><th>max</th></tr>

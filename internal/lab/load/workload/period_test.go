@@ -89,3 +89,32 @@ func period(id string, start time.Duration) string {
 </Period>
 `, id, start.Seconds())
 }
+
+// TestDASHJumpsToLiveEdge: a worker whose segments arrive slower than real time falls
+// behind; past the MPD's suggestedPresentationDelay it jumps to the newest segment
+// instead of fetching the backlog in a burst.
+func TestDASHJumpsToLiveEdge(t *testing.T) {
+	ast := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
+	mpd := fmt.Sprintf(`<MPD type="dynamic" availabilityStartTime="%s" minimumUpdatePeriod="PT0.5S" suggestedPresentationDelay="PT1S">%s</MPD>`,
+		ast.Format(time.RFC3339), period("p", 0))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, ".mpd"):
+			fmt.Fprint(w, mpd)
+		case strings.HasSuffix(r.URL.Path, ".m4s") && strings.Contains(r.URL.Path, "/v1/"):
+			time.Sleep(1200 * time.Millisecond) // a slow link: 1.2 s per 0.5 s segment
+			fmt.Fprint(w, "video")
+		default:
+			fmt.Fprint(w, "audio")
+		}
+	}))
+	defer srv.Close()
+	r, err := Run(context.Background(), Options{Mode: ModeDASH, URL: srv.URL + "/live.mpd", Workers: 1, Duration: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Sessions.Jumps == 0 || len(r.Errors) > 0 {
+		t.Errorf("sessions %+v errors %v: want jumps to the live edge", r.Sessions, r.Errors)
+	}
+	t.Logf("%+v, video %d", r.Sessions, r.Kinds[KindVideo].Requests)
+}

@@ -70,6 +70,7 @@ type Sessions struct {
 	Failed   int `json:"failed"`   // sessions that ended on an error they could not get past
 	PeakBusy int `json:"peak"`     // most sessions at once (per process; merged: the sum)
 	Switches int `json:"switches"` // abr: rendition changes
+	Jumps    int `json:"jumps"`    // a worker fell more than the live delay behind and jumped to the edge
 }
 
 // KindReport is one request kind's totals.
@@ -252,6 +253,7 @@ func Merge(rs ...*Report) (*Report, error) {
 		s.Failed += r.Sessions.Failed
 		s.PeakBusy += r.Sessions.PeakBusy
 		s.Switches += r.Sessions.Switches
+		s.Jumps += r.Sessions.Jumps
 		for _, k := range Kinds {
 			a, b := out.Kinds[k], r.Kinds[k]
 			a.Requests += b.Requests
