@@ -183,8 +183,12 @@ func printWorkload(w io.Writer, r *workload.Report, out string) {
 		r.Mode, t.Seconds, t.Requests, t.RequestsPerS, t.ThroughputBps/1e6, t.Errors, r.Sessions.Started, r.Sessions.Skipped, r.Sessions.Failed, r.Sessions.Jumps)
 	for _, k := range workload.Kinds {
 		p := t.Percentiles[k]
-		fmt.Fprintf(w, "  %-8s %7d  %5.1f%%  p50 %7.2f  p90 %7.2f  p99 %7.2f  p99.9 %7.2f ms  errors %d\n",
-			k, r.Kinds[k].Requests, 100*t.Share[k], p[0], p[1], p[2], p[3], r.Kinds[k].Errors)
+		noInit := "     "
+		if k != workload.KindInit {
+			noInit = fmt.Sprintf("%5.1f%%", 100*t.ShareNoInit[k])
+		}
+		fmt.Fprintf(w, "  %-8s %7d  %5.1f%% (%s without init)  p50 %7.2f  p90 %7.2f  p99 %7.2f  p99.9 %7.2f ms  errors %d\n",
+			k, r.Kinds[k].Requests, 100*t.Share[k], noInit, p[0], p[1], p[2], p[3], r.Kinds[k].Errors)
 	}
 	for st, n := range r.Errors {
 		fmt.Fprintf(w, "  error %s × %d\n", st, n)

@@ -2,11 +2,15 @@ package workload
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/streambed/streambed/internal/media"
+	"github.com/streambed/streambed/internal/player"
 )
 
 // TestHistPrecision: every quantile is within 0.4% of the exact one (exact below
@@ -92,4 +96,60 @@ func FuzzHistJSON(f *testing.F) {
 		h.Merge(&h)
 		_ = h.Mean()
 	})
+}
+
+// FuzzParseReport: a report file from another host either fails to parse or merges
+// and renders.
+func FuzzParseReport(f *testing.F) {
+	rec := NewRecorder(time.Unix(0, 0), time.Second, Settings{Host: "h", Mode: ModeDASH}, "http://h/m.mpd")
+	rec.Request(KindVideo, time.Unix(0, 0), time.Unix(0, 3e6), "", 1000)
+	rec.Request(KindManifest, time.Unix(1, 0), time.Unix(1, 1e6), "404", 10)
+	good, _ := json.Marshal(rec.Finish(time.Unix(2, 0)))
+	f.Add(good)
+	f.Add([]byte(`{"version":1,"interval_s":1,"kinds":{}}`))
+	f.Add([]byte(`{"version":1,"interval_s":1e-300,"kinds":{"manifest":{"latency_us":{"buckets":[],"count":0}}}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := Parse(b)
+		if err != nil {
+			return
+		}
+		m, err := Merge(r, r)
+		if err != nil {
+			return
+		}
+		_ = m.Totals()
+		if _, err := m.HTML(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestPickAudio: the 128 kbit/s track (as declared, within 15%), else the highest.
+func TestPickAudio(t *testing.T) {
+	m := func(bws ...int) *player.Manifest {
+		set := &player.AdaptationSet{Kind: media.Audio}
+		for _, bw := range bws {
+			set.Representations = append(set.Representations, &player.Representation{ID: fmt.Sprint(bw), Bandwidth: bw})
+		}
+		return &player.Manifest{Sets: []*player.AdaptationSet{set}}
+	}
+	for _, c := range []struct {
+		bws  []int
+		want string
+	}{
+		{[]int{64000, 133377, 256000}, "133377"},
+		{[]int{64000, 128000, 140000}, "128000"},
+		{[]int{32000, 64000}, "64000"},
+		{[]int{96000, 192000}, "192000"},
+	} {
+		if got := pickAudio(m(c.bws...), ""); got == nil || got.ID != c.want {
+			t.Errorf("%v: %v, want %s", c.bws, got, c.want)
+		}
+	}
+	if got := pickAudio(m(64000, 128000), "64000"); got.ID != "64000" {
+		t.Errorf("--audio 64000: %s", got.ID)
+	}
+	if pickAudio(&player.Manifest{}, "") != nil {
+		t.Error("an audio track from a manifest without audio")
+	}
 }

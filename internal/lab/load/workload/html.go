@@ -21,7 +21,7 @@ func (r *Report) Write(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	js, err := json.MarshalIndent(r, "", " ")
+	js, err := json.Marshal(r) // compact: interval histograms make an indented file several times larger
 	if err != nil {
 		return err
 	}
@@ -38,7 +38,8 @@ func (r *Report) Write(dir string) error {
 type kindRow struct {
 	Kind                Kind
 	Requests, Errors    uint64
-	Share, Published    string
+	Share, NoInit       string
+	Published           string
 	MB                  string
 	P50, P90, P99, P999 string
 	Mean, Max           string
@@ -51,7 +52,7 @@ func (r *Report) HTML() ([]byte, error) {
 	var rows []kindRow
 	for _, k := range Kinds {
 		kr := r.Kinds[k]
-		row := kindRow{Kind: k, Requests: kr.Requests, Errors: kr.Errors, Share: pct(t.Share[k]),
+		row := kindRow{Kind: k, Requests: kr.Requests, Errors: kr.Errors, Share: pct(t.Share[k]), NoInit: pct(t.ShareNoInit[k]),
 			MB: fmt.Sprintf("%.1f", float64(kr.Bytes)/1e6)}
 		if p, ok := Published[k]; ok {
 			row.Published = pct(p)
@@ -76,18 +77,40 @@ func (r *Report) HTML() ([]byte, error) {
 func pct(v float64) string   { return fmt.Sprintf("%.1f%%", 100*v) }
 func msStr(v float64) string { return fmt.Sprintf("%.2f", v) }
 
+// maxPoints bounds a chart's points: longer runs are plotted in groups of intervals.
+const maxPoints = 40
+
 // charts plots the intervals: requests per second per kind, throughput, sessions,
-// response time (p50 and p99 of all requests) and errors.
+// response time (p50 and p99 of all requests) and errors. Runs longer than
+// maxPoints intervals are plotted in groups of g intervals (rates averaged over the
+// group, percentiles from the group's merged histogram).
 func (r *Report) charts() []template.HTML {
-	if len(r.Intervals) == 0 {
+	n := len(r.Intervals)
+	if n == 0 {
 		return nil
 	}
-	x := func(i int) float64 { return float64(i) * r.IntervalS }
+	g := (n + maxPoints - 1) / maxPoints
+	var groups []*Interval
+	for i := 0; i < n; i += g {
+		sum := newInterval()
+		for _, iv := range r.Intervals[i:min(i+g, n)] {
+			for k, c := range iv.Requests {
+				sum.Requests[k] += c
+			}
+			sum.Errors += iv.Errors
+			sum.Bytes += iv.Bytes
+			sum.Busy = iv.Busy // at the group's end
+			sum.Latency.Merge(iv.Latency)
+		}
+		groups = append(groups, sum)
+	}
+	span := r.IntervalS * float64(g)
+	x := func(i int) float64 { return float64(i) * span }
 	var reqs []experiment.Series
 	for _, k := range Kinds {
 		s := experiment.Series{Name: string(k)}
-		for i, iv := range r.Intervals {
-			s.Points = append(s.Points, experiment.Point{X: x(i), Y: float64(iv.Requests[k]) / r.IntervalS})
+		for i, iv := range groups {
+			s.Points = append(s.Points, experiment.Point{X: x(i), Y: float64(iv.Requests[k]) / span})
 		}
 		reqs = append(reqs, s)
 	}
@@ -96,21 +119,22 @@ func (r *Report) charts() []template.HTML {
 	errs := experiment.Series{Name: "errors"}
 	p50 := experiment.Series{Name: "p50"}
 	p99 := experiment.Series{Name: "p99"}
-	for i, iv := range r.Intervals {
-		thr.Points = append(thr.Points, experiment.Point{X: x(i), Y: float64(iv.Bytes) * 8 / r.IntervalS / 1e6})
+	for i, iv := range groups {
+		thr.Points = append(thr.Points, experiment.Point{X: x(i), Y: float64(iv.Bytes) * 8 / span / 1e6})
 		busy.Points = append(busy.Points, experiment.Point{X: x(i), Y: float64(iv.Busy)})
-		errs.Points = append(errs.Points, experiment.Point{X: x(i), Y: float64(iv.Errors) / r.IntervalS})
+		errs.Points = append(errs.Points, experiment.Point{X: x(i), Y: float64(iv.Errors) / span})
 		if iv.Latency.Count() > 0 {
 			p50.Points = append(p50.Points, experiment.Point{X: x(i), Y: ms(iv.Latency.Quantile(0.5))})
 			p99.Points = append(p99.Points, experiment.Point{X: x(i), Y: ms(iv.Latency.Quantile(0.99))})
 		}
 	}
+	xl := fmt.Sprintf("s (points every %g s)", span)
 	return []template.HTML{
-		experiment.LineChart("Requests per second", "s", "req/s", reqs),
-		experiment.LineChart("Throughput (response bodies)", "s", "Mbit/s", []experiment.Series{thr}),
-		experiment.LineChart("Sessions running", "s", "sessions", []experiment.Series{busy}),
-		experiment.LineChart("Response time, all requests", "s", "ms", []experiment.Series{p50, p99}),
-		experiment.LineChart("Errors per second", "s", "errors/s", []experiment.Series{errs}),
+		experiment.LineChart("Requests per second", xl, "req/s", reqs),
+		experiment.LineChart("Throughput (response bodies)", xl, "Mbit/s", []experiment.Series{thr}),
+		experiment.LineChart("Sessions running", xl, "sessions", []experiment.Series{busy}),
+		experiment.LineChart("Response time, all requests", xl, "ms", []experiment.Series{p50, p99}),
+		experiment.LineChart("Errors per second", xl, "errors/s", []experiment.Series{errs}),
 	}
 }
 
@@ -130,9 +154,9 @@ th:first-child,td:first-child{text-align:left}th{background:#f6f6f6}.meta{color:
 <p><b>{{.RPS}}</b> requests/s · <b>{{.Mbps}}</b> Mbit/s received · {{.T.Requests}} requests · {{.T.Errors}} errors ·
 sessions: {{.R.Sessions.Planned}} planned, {{.R.Sessions.Started}} started, {{.R.Sessions.Skipped}} skipped (all workers busy), {{.R.Sessions.Failed}} failed, peak {{.R.Sessions.PeakBusy}} at once{{if .R.Sessions.Switches}}, {{.R.Sessions.Switches}} rendition switches{{end}}{{if .R.Sessions.Jumps}}, {{.R.Sessions.Jumps}} jumps back to the live edge (a worker fell behind){{end}}</p>
 <h2>Requests by kind</h2>
-<p class="meta">Response time is from sending the request to the last byte of the body, in ms, from log-bucket histograms kept to 1/128 of each value (quantiles within 0.4%). The published request mix is that of the live load tests this generator reproduces.</p>
-<table><tr><th>kind</th><th>requests</th><th>share</th><th>published</th><th>errors</th><th>MB</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>mean</th><th>max</th></tr>
-{{range .Rows}}<tr><td>{{.Kind}}</td><td>{{.Requests}}</td><td>{{.Share}}</td><td>{{.Published}}</td><td>{{.Errors}}</td><td>{{.MB}}</td><td>{{.P50}}</td><td>{{.P90}}</td><td>{{.P99}}</td><td>{{.P999}}</td><td>{{.Mean}}</td><td>{{.Max}}</td></tr>
+<p class="meta">Response time is from sending the request to the last byte of the body, in ms, from log-bucket histograms kept to 1/128 of each value (quantiles within 0.4%). The published request mix is that of the live load tests this generator reproduces (manifest, audio and video requests; init segments, two per session, are not part of it: compare the share without init).</p>
+<table><tr><th>kind</th><th>requests</th><th>share</th><th>share without init</th><th>published</th><th>errors</th><th>MB</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>mean</th><th>max</th></tr>
+{{range .Rows}}<tr><td>{{.Kind}}</td><td>{{.Requests}}</td><td>{{.Share}}</td><td>{{if ne .Kind "init"}}{{.NoInit}}{{end}}</td><td>{{.Published}}</td><td>{{.Errors}}</td><td>{{.MB}}</td><td>{{.P50}}</td><td>{{.P90}}</td><td>{{.P99}}</td><td>{{.P999}}</td><td>{{.Mean}}</td><td>{{.Max}}</td></tr>
 {{end}}</table>
 {{if .Errors}}<h2>Errors by status</h2><ul>{{range .Errors}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
 <h2>Over time ({{.R.IntervalS}} s intervals)</h2>

@@ -198,22 +198,46 @@ func Load(path string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	var r Report
-	if err := json.Unmarshal(b, &r); err != nil {
+	r, err := Parse(b)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if r.Version != 1 || r.IntervalS <= 0 || r.Kinds == nil {
-		return nil, fmt.Errorf("%s: not a workload report (version %d)", path, r.Version)
+	return r, nil
+}
+
+// maxIntervals bounds a report's series (a day of 1 s slices, and some).
+const maxIntervals = 100000
+
+// Parse reads a report from another load process, checking what Merge relies on.
+func Parse(b []byte) (*Report, error) {
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, err
+	}
+	if r.Version != 1 || r.Kinds == nil {
+		return nil, fmt.Errorf("not a workload report (version %d)", r.Version)
+	}
+	if !(r.IntervalS >= 0.001 && r.IntervalS <= 3600) {
+		return nil, fmt.Errorf("interval %g s: want 0.001 to 3600", r.IntervalS)
 	}
 	for _, k := range Kinds {
 		if r.Kinds[k] == nil || r.Kinds[k].Latency == nil {
-			return nil, fmt.Errorf("%s: no %s totals", path, k)
+			return nil, fmt.Errorf("no %s totals", k)
 		}
+	}
+	if len(r.Intervals) > maxIntervals {
+		return nil, fmt.Errorf("%d intervals: at most %d", len(r.Intervals), maxIntervals)
 	}
 	for i, iv := range r.Intervals {
 		if iv == nil || iv.Latency == nil {
-			return nil, fmt.Errorf("%s: interval %d is empty", path, i)
+			return nil, fmt.Errorf("interval %d is empty", i)
 		}
+		if iv.Requests == nil {
+			iv.Requests = map[Kind]uint64{}
+		}
+	}
+	if r.Errors == nil {
+		r.Errors = map[string]uint64{}
 	}
 	return &r, nil
 }
@@ -290,6 +314,7 @@ type Totals struct {
 	RequestsPerS  float64            `json:"requests_per_s"`
 	ThroughputBps float64            `json:"throughput_bit_per_s"` // body bytes received × 8 ÷ run time
 	Share         map[Kind]float64   `json:"share"`                // of all requests
+	ShareNoInit   map[Kind]float64   `json:"share_without_init"`   // of manifest, audio and video requests
 	Percentiles   map[Kind][]float64 `json:"percentiles_ms"`       // p50, p90, p99, p99.9
 }
 
@@ -298,7 +323,7 @@ var Quantiles = []float64{0.5, 0.9, 0.99, 0.999}
 
 // Totals computes the headline figures.
 func (r *Report) Totals() Totals {
-	t := Totals{Share: map[Kind]float64{}, Percentiles: map[Kind][]float64{}}
+	t := Totals{Share: map[Kind]float64{}, ShareNoInit: map[Kind]float64{}, Percentiles: map[Kind][]float64{}}
 	for _, k := range Kinds {
 		kr := r.Kinds[k]
 		t.Requests += kr.Requests
@@ -310,9 +335,13 @@ func (r *Report) Totals() Totals {
 		}
 		t.Percentiles[k] = ps
 	}
+	noInit := t.Requests - r.Kinds[KindInit].Requests
 	for _, k := range Kinds {
 		if t.Requests > 0 {
 			t.Share[k] = float64(r.Kinds[k].Requests) / float64(t.Requests)
+		}
+		if k != KindInit && noInit > 0 {
+			t.ShareNoInit[k] = float64(r.Kinds[k].Requests) / float64(noInit)
 		}
 	}
 	t.Seconds = r.Finished.Sub(r.Started).Seconds()

@@ -137,7 +137,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	s := Settings{Host: o.Host, Mode: o.Mode, Workers: o.Workers, DurationS: o.Duration.Seconds(),
-		MPDEveryS: o.ManifestEvery.Seconds(), ABR: o.ABR}
+		MPDEveryS: o.ManifestEvery.Seconds()}
+	if o.Mode == ModeABR {
+		s.ABR = o.ABR
+	}
 	if o.Rate > 0 {
 		s.Rate, s.SessionS, s.SessionDist, s.Seed = o.Rate, o.SessionMean.Seconds(), o.SessionDist, o.Seed
 	} else {
