@@ -47,19 +47,19 @@ func (w *worker) runDASH() error {
 			s.reload()
 			continue
 		}
-		if s.video == nil {
+		if s.lead() == nil {
 			s.retry()
 			continue
 		}
 		if s.pos < 0 { // start at the newest available segment
-			last, ok := s.video.Index.Last(now)
+			last, ok := s.lead().Index.Last(now)
 			if !ok {
 				s.waitForSegment(now)
 				continue
 			}
 			s.pos = last.Start
 		}
-		seg, ok := s.video.Index.Next(s.pos)
+		seg, ok := s.lead().Index.Next(s.pos)
 		if !ok {
 			// Out of listed segments (a SegmentTimeline at the live edge, or the end of
 			// a Period): reload when the next one should be out, not before.
@@ -85,6 +85,15 @@ func (w *worker) runDASH() error {
 	return nil
 }
 
+// lead is the representation whose segments pace the worker: the video, or the
+// audio of an audio-only MPD.
+func (s *dashSession) lead() *player.Representation {
+	if s.video != nil {
+		return s.video
+	}
+	return s.audio
+}
+
 // reloadEvery is the MPD reload interval: --manifest-every, else minimumUpdatePeriod.
 func (s *dashSession) reloadEvery() time.Duration {
 	if s.o.ManifestEvery > 0 {
@@ -100,8 +109,8 @@ func (s *dashSession) reloadEvery() time.Duration {
 // quarter segment after the last MPD request, then reloads the MPD.
 func (s *dashSession) waitForSegment(now time.Time) {
 	d := time.Second
-	if s.video != nil {
-		d = max(s.video.Index.NominalDuration(), 100*time.Millisecond)
+	if r := s.lead(); r != nil {
+		d = max(r.Index.NominalDuration(), 100*time.Millisecond)
 	}
 	at := s.loaded.Add(d / 4)
 	if s.mpd != nil && s.pos >= 0 {
@@ -153,7 +162,7 @@ func (s *dashSession) load() bool {
 	if first {
 		s.pos = -1
 	}
-	return s.video != nil
+	return s.lead() != nil
 }
 
 // pickAudio is the track named, else the 128 kbit/s audio track, else the highest.
@@ -206,7 +215,7 @@ func (s *dashSession) pickVideo(m *player.Manifest) *player.Representation {
 // chooseVideo applies the ABR rule before a segment.
 func (s *dashSession) chooseVideo() {
 	set := s.mpd.Set(media.Video)
-	if s.rule == nil || set == nil {
+	if s.rule == nil || set == nil || s.video == nil {
 		return
 	}
 	st := abr.State{Current: s.current, Throughput: s.est.Estimate(), Live: true,
@@ -238,7 +247,7 @@ func (s *dashSession) chooseVideo() {
 // after its init segment when that is new, audio and video in parallel.
 func (s *dashSession) fetchSegment(seg player.Segment) {
 	s.chooseVideo()
-	if s.rule != nil {
+	if s.rule != nil && s.video != nil {
 		if vs, ok := s.video.Index.Next(s.pos); ok {
 			seg = vs
 		}
@@ -256,8 +265,10 @@ func (s *dashSession) fetchSegment(seg player.Segment) {
 			s.estAdd(n, d)
 		}
 	}
-	wg.Add(1)
-	go fetch(s.video, KindVideo, seg.URL)
+	if s.video != nil {
+		wg.Add(1)
+		go fetch(s.video, KindVideo, seg.URL)
+	}
 	if s.audio != nil {
 		if as, ok := s.audio.Index.Next(s.pos); ok {
 			wg.Add(1)
@@ -298,7 +309,7 @@ func (s *dashSession) tooFarBehind(seg player.Segment, now time.Time) bool {
 	}
 	delay := s.mpd.SuggestedPresentationDelay
 	if delay <= 0 {
-		delay = 3 * s.video.Index.NominalDuration()
+		delay = 3 * s.lead().Index.NominalDuration()
 	}
 	return now.Sub(seg.AvailableAt) > delay
 }

@@ -31,6 +31,7 @@ type originLog struct {
 	counts map[Kind]uint64
 	other  []string
 	audio  map[string]bool // audio track IDs
+	protos map[int]int     // requests by HTTP major version
 }
 
 func (l *originLog) middleware(next http.Handler) http.Handler {
@@ -39,6 +40,7 @@ func (l *originLog) middleware(next http.Handler) http.Handler {
 		// the generator returns.
 		res := layout.Parse(r.URL.Path)
 		l.mu.Lock()
+		l.protos[r.ProtoMajor]++
 		switch res.Kind {
 		case layout.KindManifest, layout.KindPlaylist:
 			l.counts[KindManifest]++
@@ -80,7 +82,7 @@ func origin(t *testing.T) (string, *originLog) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := &originLog{counts: map[Kind]uint64{}, audio: map[string]bool{}}
+	log := &originLog{counts: map[Kind]uint64{}, audio: map[string]bool{}, protos: map[int]int{}}
 	for _, tr := range a.Info().TracksOf(media.Audio) {
 		log.audio[tr.ID] = true
 	}

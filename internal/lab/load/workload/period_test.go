@@ -118,3 +118,28 @@ func TestDASHJumpsToLiveEdge(t *testing.T) {
 	}
 	t.Logf("%+v, video %d", r.Sessions, r.Kinds[KindVideo].Requests)
 }
+
+// TestDASHAudioOnly: an MPD without video is paced by its audio.
+func TestDASHAudioOnly(t *testing.T) {
+	ast := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
+	audioOnly := `<Period id="a" start="PT0S"><AdaptationSet contentType="audio" mimeType="audio/mp4">
+<SegmentTemplate timescale="1000" duration="500" initialization="$RepresentationID$/init.mp4" media="$RepresentationID$/$Number$.m4s"/>
+<Representation id="a1" bandwidth="128000"/></AdaptationSet></Period>`
+	mpd := fmt.Sprintf(`<MPD type="dynamic" availabilityStartTime="%s" minimumUpdatePeriod="PT0.5S">%s</MPD>`, ast.Format(time.RFC3339), audioOnly)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, ".mpd") {
+			fmt.Fprint(w, mpd)
+			return
+		}
+		fmt.Fprint(w, "audio")
+	}))
+	defer srv.Close()
+	r, err := Run(context.Background(), Options{Mode: ModeDASH, URL: srv.URL + "/live.mpd", Workers: 1, Duration: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := r.Kinds
+	if len(r.Errors) > 0 || k[KindVideo].Requests != 0 || k[KindAudio].Requests < 3 || k[KindInit].Requests != 1 {
+		t.Errorf("errors %v; audio %d, video %d, init %d", r.Errors, k[KindAudio].Requests, k[KindVideo].Requests, k[KindInit].Requests)
+	}
+}

@@ -116,16 +116,22 @@ func TestDASHRampAgainstOriginLog(t *testing.T) {
 }
 
 // TestDASHTimelineAgainstOriginLog runs the SegmentTimeline MPD, which lists complete
-// segments only: workers reload it when they run out.
+// segments only: workers reload it when they run out. Over HTTP/2 (h2c): every
+// request reaches the origin as HTTP/2.
 func TestDASHTimelineAgainstOriginLog(t *testing.T) {
 	base, log := origin(t)
 	r, err := Run(context.Background(), Options{Mode: ModeDASH, URL: base + "/live/live/manifest-timeline.mpd", Workers: 10,
-		Ramp: time.Second, Duration: 5 * time.Second})
+		Ramp: time.Second, Duration: 5 * time.Second, HTTP2: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkAgainstOrigin(t, r, log)
 	checkMix(t, r, 10, 1)
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if log.protos[2] == 0 || log.protos[1] != 0 {
+		t.Errorf("requests by HTTP version %v, want HTTP/2 only", log.protos)
+	}
 }
 
 // TestManifestEvery: --manifest-every 4 segments gives a quarter of the MPD reloads.
