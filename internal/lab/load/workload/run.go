@@ -105,6 +105,9 @@ func (o *Options) check() error {
 	if o.Interval <= 0 {
 		o.Interval = time.Second
 	}
+	if o.Interval < time.Millisecond || o.Duration/o.Interval > maxIntervals {
+		return fmt.Errorf("interval %v: want at least 1ms and at most %d intervals in the run", o.Interval, maxIntervals)
+	}
 	if o.ProgressEvery <= 0 {
 		o.ProgressEvery = 2 * time.Second
 	}

@@ -323,6 +323,7 @@ func TestOptionsRejected(t *testing.T) {
 		{Mode: ModeDASH, URL: "http://h/x.mpd", Workers: 1, Duration: 0},
 		{Mode: ModeDASH, URL: "http://h/x.mpd", Workers: 1, Duration: time.Second, Ramp: 2 * time.Second},
 		{Mode: ModeABR, ABR: "magic", URL: "http://h/x.mpd", Workers: 1, Duration: time.Second},
+		{Mode: ModeDASH, URL: "http://h/x.mpd", Workers: 1, Duration: 24 * time.Hour, Interval: 100 * time.Millisecond},
 	} {
 		if _, err := Run(context.Background(), o); err == nil {
 			t.Errorf("%+v accepted", o)
