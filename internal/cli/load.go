@@ -39,11 +39,18 @@ those processes; memory per client is then not reported.
 
 Keep steps bounded: clients and origin share this machine's cores.
 
+The workload generator (players' request loops, ramps, Poisson arrivals, mergeable
+reports) is 'streambed load --mode dash-live|hls-live|abr URL': see
+'streambed load --mode dash-live -h'.
+
 Flags:
 `
 
 // Load runs `streambed load`.
 func Load(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if isWorkload(args) { // --mode or merge: the workload generator (load_workload.go)
+		return loadWorkload(ctx, args, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (

@@ -190,11 +190,19 @@ func (ix *SegmentIndex) First() (Segment, bool) {
 func (ix *SegmentIndex) Last(now time.Time) (Segment, bool) {
 	if ix.IsTemplate() {
 		var end time.Duration
+		bounded := ix.End > 0 // the end is the period's (its last segment may be short)
 		switch {
+		case !ix.AvailabilityStart.IsZero():
+			// Live: what is out by now, up to the end of a period that has one (a
+			// live period followed by another ends before the live edge does).
+			end = now.Sub(ix.AvailabilityStart) + ix.AvailabilityTO
+			if bounded && ix.End <= end {
+				end = ix.End
+			} else {
+				bounded = false
+			}
 		case ix.End > 0:
 			end = ix.End
-		case !ix.AvailabilityStart.IsZero():
-			end = now.Sub(ix.AvailabilityStart) + ix.AvailabilityTO
 		default:
 			return Segment{}, false
 		}
@@ -203,7 +211,7 @@ func (ix *SegmentIndex) Last(now time.Time) (Segment, bool) {
 			return Segment{}, false
 		}
 		var n uint64 // segments that fit completely
-		if ix.End > 0 {
+		if bounded {
 			n = toTicks(rel+eps, ix.Timescale) / ix.Duration
 			if toTicks(rel+eps, ix.Timescale)%ix.Duration > toTicks(2*eps, ix.Timescale) {
 				n++ // a short last segment of an on-demand period

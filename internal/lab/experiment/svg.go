@@ -124,3 +124,9 @@ func fmtNum(v float64) string {
 		return fmt.Sprintf("%.3f", v)
 	}
 }
+
+// LineChart is lineChart for other reports (the workload generator's): an inline SVG
+// of series over x, medians joined, whiskers for the spread.
+func LineChart(title, xLabel, yLabel string, series []Series) template.HTML {
+	return lineChart(title, xLabel, yLabel, series)
+}
