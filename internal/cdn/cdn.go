@@ -56,7 +56,7 @@ type Options struct {
 	LockTimeout time.Duration
 	// User is the nginx worker user; empty: nginx's default, or root when run as
 	// root, so that workers can write Dir (a folder only root may enter).
-	User string
+	User string // nginx worker user, or Varnish jail user
 }
 
 // Upstream is one origin (or shield) address.

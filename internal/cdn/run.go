@@ -103,7 +103,10 @@ func (p *Prepared) Check(ctx context.Context) error {
 	if filepath.Base(p.Binary) == "nginx" {
 		args = append([]string{"-t", "-q"}, p.Args...)
 	} else {
-		args = []string{"-C", "-n", p.Args[2], "-f", p.Config}
+		args = []string{"-C", "-n", argAfter(p.Args, "-n"), "-f", p.Config}
+		if j := argAfter(p.Args, "-j"); j != "" {
+			args = append(args, "-j", j)
+		}
 	}
 	out, err := exec.CommandContext(ctx, p.Binary, args...).CombinedOutput()
 	if err != nil {
@@ -154,4 +157,14 @@ func (p *Prepared) Run(ctx context.Context, out io.Writer) error {
 		<-done
 	}
 	return nil
+}
+
+// argAfter is the value of flag name in args ("" if absent).
+func argAfter(args []string, name string) string {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == name {
+			return args[i+1]
+		}
+	}
+	return ""
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"text/template"
 )
@@ -36,7 +37,17 @@ func VarnishArgs(o Options, vclPath string) ([]string, error) {
 		return nil, err
 	}
 	host, port, _ := net.SplitHostPort(o.Listen)
-	return []string{
+	// As root, varnishd's default jail runs the VCL compiler and the cache as users
+	// who may not enter Dir (a folder under /root or t.TempDir()); as nginx's
+	// workers do here, it then stays root unless a user is named.
+	var jail []string
+	switch {
+	case o.User != "":
+		jail = []string{"-j", "unix,user=" + o.User}
+	case os.Geteuid() == 0:
+		jail = []string{"-j", "none"}
+	}
+	return append(jail,
 		"-F",
 		"-n", filepath.Join(dir, "varnish"),
 		"-a", net.JoinHostPort(host, port),
@@ -47,8 +58,8 @@ func VarnishArgs(o Options, vclPath string) ([]string, error) {
 		"-p", "default_ttl=0",
 		"-p", "default_grace=0",
 		"-p", "default_keep=0",
-		"-p", "max_retries=" + fmt.Sprint(len(o.Upstreams)+1),
-	}, nil
+		"-p", "max_retries="+fmt.Sprint(len(o.Upstreams)+1),
+	), nil
 }
 
 var varnishTemplate = template.Must(template.New("vcl").Parse(`vcl 4.1;
