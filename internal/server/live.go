@@ -128,6 +128,19 @@ func (s *Server) liveManifestMaxAge(c *hub.Channel) time.Duration {
 	return c.Timeline().SegmentDuration / 2
 }
 
+// manifestExpires is when a live manifest of c served now stops being fresh: half a
+// segment duration (or the configured live_manifest_max_age) from now, rounded down
+// to the second (HTTP dates count whole seconds: never past the manifest's life);
+// zero when that is not in the future (segments shorter than 2 s: no-cache).
+func (s *Server) manifestExpires(c *hub.Channel) time.Time {
+	now := s.clock()
+	exp := now.Add(s.liveManifestMaxAge(c)).Truncate(time.Second)
+	if !exp.After(now) {
+		return time.Time{}
+	}
+	return exp
+}
+
 func (s *Server) handleLive(w http.ResponseWriter, r *http.Request) {
 	name, file := r.PathValue("stream"), r.PathValue("file")
 	s.serveLiveManifest(w, r, name, "", file)
@@ -183,7 +196,7 @@ func (s *Server) serveLiveManifest(w http.ResponseWriter, r *http.Request, name,
 		httperr.Write(w, err)
 		return
 	}
-	serveManifest(w, r, m, file, s.liveManifestMaxAge(c))
+	serveManifest(w, r, m, file, expiresCache(s.manifestExpires(c)))
 }
 
 func (s *Server) handleLiveTrack(w http.ResponseWriter, r *http.Request) {
