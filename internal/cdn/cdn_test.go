@@ -107,6 +107,7 @@ func TestConfigsHaveTheirBehaviour(t *testing.T) {
 // Each generated configuration is accepted by its program and serves the origin's
 // manifests and segments byte for byte.
 func TestConfigsStartAndServe(t *testing.T) {
+	t.Parallel()
 	org := startOrigin(t)
 	video, audio := org.tracks(t)
 	for _, k := range kinds {
@@ -178,6 +179,7 @@ func burst(t *testing.T, url string, n int) map[int]int {
 // Collapsing: 200 concurrent GETs of one object make one origin request — a complete
 // segment, a live segment still being made (streamed by the origin), and the MPD.
 func TestBurstMakesOneOriginRequest(t *testing.T) {
+	t.Parallel()
 	org := startOrigin(t)
 	video, audio := org.tracks(t)
 	for _, k := range kinds {

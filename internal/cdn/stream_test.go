@@ -18,6 +18,7 @@ import (
 // chunk by chunk: the first bytes arrive while the origin has not completed it, and
 // the whole body is the complete segment.
 func TestSegmentInProgressStreamsThrough(t *testing.T) {
+	t.Parallel()
 	org := startOrigin(t)
 	video, _ := org.tracks(t)
 	for _, k := range kinds {

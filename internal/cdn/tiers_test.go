@@ -76,6 +76,7 @@ func (g *gatedOrigin) release() {
 // answers not cacheable, no edge hit is older than the object's life (plus the one
 // second HTTP dates round to), however the tiers are stacked.
 func TestStaleAnswerNotCachedOneTierDown(t *testing.T) {
+	t.Parallel()
 	for _, shieldKind := range kinds {
 		for _, edgeKind := range kinds {
 			t.Run(string(shieldKind)+"-shield/"+string(edgeKind)+"-edge", func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 // says): a run of requests makes about one origin request per max-age, and once it
 // has expired a request brings a fresh one from the origin.
 func TestLiveManifestCachedForAFractionOfASegment(t *testing.T) {
+	t.Parallel()
 	org := startOrigin(t)
 	const path = "/live/loop/manifest.mpd"
 	for _, k := range kinds {
@@ -62,6 +63,7 @@ func TestLiveManifestCachedForAFractionOfASegment(t *testing.T) {
 // A 404 for a segment that is not available yet is not cached: every request for it
 // reaches the origin until it exists, and the first 200 is then cached.
 func TestFutureSegment404NotCached(t *testing.T) {
+	t.Parallel()
 	org := startOrigin(t)
 	video, _ := org.tracks(t)
 	for _, k := range kinds {

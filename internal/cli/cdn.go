@@ -80,7 +80,7 @@ func CDN(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if kind != string(cdn.Nginx) && kind != string(cdn.Varnish) {
 		fs.Usage()
-		return errors.New("say which cache: streambed cdn nginx ... or streambed cdn varnish ...")
+		return errors.New("say which cache: streambed cdn nginx or streambed cdn varnish (then --upstream and --listen)")
 	}
 	if *upstream == "" {
 		return errors.New("--upstream: give the origin, e.g. --upstream http://127.0.0.1:8080")
