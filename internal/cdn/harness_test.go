@@ -122,22 +122,60 @@ func (l *lockedBuffer) Bytes() []byte {
 	return append([]byte(nil), l.b...)
 }
 
-// counter counts the requests an upstream received, per request URI.
+// counter counts the requests an upstream received and the body bytes it sent, per
+// request URI.
 type counter struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu    sync.Mutex
+	n     map[string]int
+	bytes map[string]int64
 }
 
 func (c *counter) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		uri := r.URL.RequestURI()
 		c.mu.Lock()
 		if c.n == nil {
-			c.n = map[string]int{}
+			c.n, c.bytes = map[string]int{}, map[string]int64{}
 		}
-		c.n[r.URL.RequestURI()]++
+		c.n[uri]++
 		c.mu.Unlock()
-		h.ServeHTTP(w, r)
+		cw := &countingWriter{ResponseWriter: w}
+		defer func() {
+			c.mu.Lock()
+			c.bytes[uri] += cw.n
+			c.mu.Unlock()
+		}()
+		h.ServeHTTP(cw, r)
 	})
+}
+
+// countingWriter counts body bytes; Unwrap keeps Flush and Hijack (WebSocket) working
+// through http.ResponseController.
+type countingWriter struct {
+	http.ResponseWriter
+	n int64
+}
+
+func (w *countingWriter) Write(b []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(b)
+	w.n += int64(n)
+	return n, err
+}
+
+func (w *countingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Snapshot is a copy of the counts and bytes per URI.
+func (c *counter) Snapshot() (map[string]int, map[string]int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, b := map[string]int{}, map[string]int64{}
+	for k, v := range c.n {
+		n[k] = v
+	}
+	for k, v := range c.bytes {
+		b[k] = v
+	}
+	return n, b
 }
 
 // Of is the number of requests for uri.
