@@ -233,4 +233,3 @@ func envInt(t *testing.T, name string, def int) int {
 	}
 	return n
 }
-
