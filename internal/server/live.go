@@ -289,7 +289,7 @@ func (s *Server) handleLiveTrack(w http.ResponseWriter, r *http.Request) {
 // complete: the chunks stored so far, then each one as the source appends it, each
 // flushed at once (HTTP/1.1 chunked transfer, HTTP/2 DATA frames), until the segment
 // is complete. The next segment, not begun yet, is waited for up to one segment
-// duration; one farther ahead, or not begun by then, is the usual 404.
+// duration and one chunk; one farther ahead, or not begun by then, is the usual 404.
 //
 // The headers go out with the first chunk, so they cannot depend on the end: no
 // Content-Length, ETag or Last-Modified, and the segments' own Cache-Control, because
@@ -302,7 +302,12 @@ func (s *Server) handleLiveTrack(w http.ResponseWriter, r *http.Request) {
 func (s *Server) streamSegment(w http.ResponseWriter, r *http.Request, c *hub.Channel, t *media.Track, n uint64) {
 	rc := http.NewResponseController(w)
 	started := false
-	err := c.Follow(r.Context(), t.ID, n, c.Timeline().SegmentDuration, func(chunks []*media.Chunk) error {
+	// The next segment begins when its first chunk is complete: up to a segment
+	// duration from now (the current one ends) plus one chunk. Waiting only a segment
+	// duration answered 404 to a request made early in the current segment, just
+	// before its successor began (a cache in front passes that 404 on).
+	wait := c.Timeline().SegmentDuration + c.ChunkDuration()
+	err := c.Follow(r.Context(), t.ID, n, wait, func(chunks []*media.Chunk) error {
 		if !started {
 			h := w.Header()
 			h["Content-Type"] = contentTypeValues[t.Kind == media.Audio]
