@@ -202,3 +202,36 @@ func TestBurstMakesOneOriginRequest(t *testing.T) {
 		})
 	}
 }
+
+// Upstream lists come from a person or a script: whatever ParseUpstreams accepts must
+// make a configuration with nothing injected into it (no extra directive, no VCL).
+func FuzzParseUpstreams(f *testing.F) {
+	for _, s := range []string{"http://127.0.0.1:8080", "a:1,b:2", "http://[::1]:9", "http://a;b:1", "http://a}:1", "x\ny", "http://a b:1", "http://%41:1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, list string) {
+		ups, err := ParseUpstreams(list)
+		if err != nil {
+			return
+		}
+		o := Options{Upstreams: ups, Listen: "127.0.0.1:8090", Dir: "/tmp/x"}
+		o.Kind = Nginx
+		ng, nerr := NginxConfig(o)
+		o.Kind = Varnish
+		vcl, verr := VarnishVCL(o)
+		if (nerr == nil) != (verr == nil) {
+			t.Fatalf("%q: nginx %v, varnish %v", list, nerr, verr)
+		}
+		if nerr != nil {
+			return
+		}
+		for _, u := range ups {
+			if strings.ContainsAny(u.Host, " \t\r\n;{}\"'\\#") {
+				t.Fatalf("%q: host %q would break the configuration", list, u.Host)
+			}
+			if !bytes.Contains(ng, []byte("server "+u.String()+" max_fails")) || !bytes.Contains(vcl, []byte(`.host = "`+u.Host+`";`)) {
+				t.Fatalf("%q: upstream %s not written as one", list, u)
+			}
+		}
+	})
+}

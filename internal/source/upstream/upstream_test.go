@@ -119,6 +119,18 @@ func TestEdgePullsAndServesLocally(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
+	// Chunks arrive at the edge as the upstream makes them: the edge holds a segment
+	// in progress with part of its chunks stored, not only whole segments.
+	video := c.Info().Tracks[0].ID
+	for inProgress := false; !inProgress; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the edge never held a segment in progress: it appends whole segments only")
+		}
+		last, _ := c.Latest(time.Now())
+		seg, complete, err := c.Partial(video, last+1)
+		inProgress = err == nil && !complete && len(seg.Chunks) > 0
+	}
+
 	for _, tr := range a.Info().Tracks {
 		for _, path := range []string{"init.mp4", "", "next"} {
 			n := first
