@@ -3,6 +3,7 @@ package cdn
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -229,6 +230,72 @@ func TestBlockingReloadsKeyedByQuery(t *testing.T) {
 			mu.Lock()
 			ready = map[string]chan struct{}{"5": make(chan struct{}), "6": make(chan struct{})}
 			mu.Unlock()
+		})
+	}
+}
+
+// Live ingest through the cache: an encoder's long chunked POST reaches the origin
+// as it is sent (not buffered whole first), and nothing of /ingest/ is cached.
+func TestIngestPassesThrough(t *testing.T) {
+	got := make(chan string, 16)
+	cnt := &counter{}
+	up := httptest.NewServer(cnt.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/time" {
+			return
+		}
+		buf := make([]byte, 64)
+		for {
+			n, err := r.Body.Read(buf)
+			if n > 0 {
+				got <- string(buf[:n])
+			}
+			if err != nil {
+				break
+			}
+		}
+		w.Header().Set("Cache-Control", "public, max-age=60") // even so: never cached
+		fmt.Fprint(w, "ok")
+	})))
+	defer up.Close()
+	for _, k := range kinds {
+		t.Run(string(k), func(t *testing.T) {
+			base := startCache(t, Options{Kind: k, Upstreams: upstreamsOf(t, up.URL)})
+			path := "/ingest/studio/Streams(v." + string(k) + ".cmfv)"
+			pr, pw := io.Pipe()
+			req, _ := http.NewRequest(http.MethodPost, base+path, pr)
+			req.ContentLength = -1 // chunked, as an encoder sends
+			done := make(chan error, 1)
+			go func() {
+				resp, err := http.DefaultClient.Do(req)
+				if err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+				done <- err
+			}()
+			if _, err := pw.Write([]byte("first-chunk")); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case s := <-got:
+				if s != "first-chunk" {
+					t.Errorf("the origin got %q first", s)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the first chunk did not reach the origin while the POST went on: the cache buffers ingest")
+			}
+			pw.Close()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				if st, _, _, err := contextGet(http.DefaultClient, base+path); err != nil || st != http.StatusOK {
+					t.Fatalf("GET %s: %d %v", path, st, err)
+				}
+			}
+			if n := cnt.Of(path); n != 3 {
+				t.Errorf("the origin got %d requests for %s (1 POST + 2 GET), want 3: ingest was cached", n, path)
+			}
 		})
 	}
 }
