@@ -53,3 +53,20 @@ func TestCDNRejectsMistakes(t *testing.T) {
 		}
 	}
 }
+
+func TestPullFlag(t *testing.T) {
+	var p pullList
+	for _, ok := range []string{"edge=http://origin:8080/live/demo/manifest.mpd", "b.2=https://o/live/x/manifest.mpd"} {
+		if err := p.Set(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	if len(p) != 2 || p[0].Name != "edge" || p[1].MPD != "https://o/live/x/manifest.mpd" {
+		t.Errorf("parsed %+v", p)
+	}
+	for _, bad := range []string{"edge", "=http://o/m.mpd", "a b=http://o/m.mpd", "edge=origin:8080/m.mpd", "edge=ftp://o/m.mpd", "edge=http:///m.mpd"} {
+		if err := p.Set(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
