@@ -278,10 +278,16 @@ func (o *origin) liveEdge() (complete, inProgress uint64) {
 // get fetches url and returns status, headers and body; a transport error or a
 // body that ends early is returned as err.
 func get(ctx context.Context, client *http.Client, url string) (int, http.Header, []byte, error) {
+	return getAs(ctx, client, url, "")
+}
+
+// getAs is get with the Host header set to host ("" leaves it to the URL).
+func getAs(ctx context.Context, client *http.Client, url, host string) (int, http.Header, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, nil, nil, err
 	}
+	req.Host = host
 	resp, err := client.Do(req)
 	if err != nil {
 		return 0, nil, nil, err

@@ -20,7 +20,9 @@ import (
 
 // Measurement, not a test: STREAMBED_CDN_MEASURE=1 runs it (bench/cdn-shield.sh).
 // STREAMBED_CDN_PLAYERS (default 50), STREAMBED_CDN_SECONDS (default 60),
-// STREAMBED_CDN_KINDS (default nginx,varnish), STREAMBED_CDN_OUT (a JSON file).
+// STREAMBED_CDN_KINDS (default nginx,varnish), STREAMBED_CDN_EDGES (default 0: the
+// players use the shield; N: N edges of the same kind in front of the shield, the
+// players spread over them), STREAMBED_CDN_OUT (a JSON file).
 //
 // Emulated live DASH players, as in the published shield test, fetch one channel
 // through a shield: the MPD at start and again every minimumUpdatePeriod, then from
@@ -41,12 +43,23 @@ func TestMeasureShieldReduction(t *testing.T) {
 			ks = append(ks, Kind(k))
 		}
 	}
+	edges := 0
+	if os.Getenv("STREAMBED_CDN_EDGES") != "" {
+		edges = envInt(t, "STREAMBED_CDN_EDGES", 0)
+	}
 	var results []measurement
 	for _, k := range ks {
 		org := startOrigin(t)
 		shield := startCache(t, Options{Kind: k, Upstreams: upstreamsOf(t, org.URL)})
-		m := measureShield(t, org, shield, players, run)
-		m.Cache = string(k)
+		targets := []string{shield}
+		if edges > 0 {
+			targets = nil
+			for range edges {
+				targets = append(targets, startCache(t, Options{Kind: k, Role: Edge, Upstreams: upstreamsOf(t, shield)}))
+			}
+		}
+		m := measureShield(t, org, targets, players, run)
+		m.Cache, m.Edges = string(k), edges
 		results = append(results, m)
 		b, _ := json.MarshalIndent(m, "", "  ")
 		t.Logf("%s\n", b)
@@ -70,6 +83,7 @@ type kindCount struct {
 
 type measurement struct {
 	Cache           string               `json:"cache"`
+	Edges           int                  `json:"edges"` // 0: players at the shield
 	Players         int                  `json:"players"`
 	Seconds         float64              `json:"seconds"`
 	Errors          int                  `json:"errors"`
@@ -82,9 +96,17 @@ type measurement struct {
 	MinUpdatePeriod string               `json:"mpd_minimum_update_period"`
 }
 
+// publicHost is the one name players reach the caches by, as a CDN's edges share its
+// public host name. The caches key objects by host (manifests carry absolute URLs made
+// from it), so edges reached under different names would each be a site of its own
+// to the shield.
+const publicHost = "cdn.streambed.test"
+
 var minUpdate = regexp.MustCompile(`minimumUpdatePeriod="PT([0-9.]+)S"`)
 
-func measureShield(t *testing.T, org *origin, shield string, players int, run time.Duration) measurement {
+// measureShield runs the players against targets (the shield, or edges in front of
+// it), player i against targets[i % len].
+func measureShield(t *testing.T, org *origin, targets []string, players int, run time.Duration) measurement {
 	video, audio := org.tracks(t)
 	tl := org.Channel.Timeline()
 	mpdPath := "/live/loop/manifest.mpd"
@@ -109,6 +131,7 @@ func measureShield(t *testing.T, org *origin, shield string, players int, run ti
 	var wg sync.WaitGroup
 	for i := range players {
 		wg.Add(1)
+		shield := targets[i%len(targets)]
 		go func() {
 			defer wg.Done()
 			local := tally{requests: map[string]int{}, bytes: map[string]int64{}}
@@ -126,7 +149,7 @@ func measureShield(t *testing.T, org *origin, shield string, players int, run ti
 			client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{}}
 			defer client.CloseIdleConnections()
 			fetch := func(kind, path string) {
-				st, _, b, err := get(ctx, client, shield+path)
+				st, _, b, err := getAs(ctx, client, shield+path, publicHost)
 				if ctx.Err() != nil {
 					return // the run ended during the request
 				}
