@@ -177,7 +177,8 @@ func burst(t *testing.T, url string, n int) map[int]int {
 }
 
 // Collapsing: 200 concurrent GETs of one object make one origin request — a complete
-// segment, a live segment still being made (streamed by the origin), and the MPD.
+// segment, and the next live segment, which the origin holds and then streams as it is
+// made.
 func TestBurstMakesOneOriginRequest(t *testing.T) {
 	t.Parallel()
 	org := startOrigin(t)
@@ -188,7 +189,7 @@ func TestBurstMakesOneOriginRequest(t *testing.T) {
 			complete, inProgress := org.liveEdge()
 			cases := []struct{ name, path string }{
 				{"complete segment", layout.Segment(true, "loop", video, complete)},
-				{"segment in progress", layout.Segment(true, "loop", audio, inProgress+1)},
+				{"next segment, held by the origin then streamed", layout.Segment(true, "loop", audio, inProgress+1)},
 			}
 			for _, c := range cases {
 				st := burst(t, base+c.path, 200)

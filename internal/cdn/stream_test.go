@@ -24,12 +24,10 @@ func TestSegmentInProgressStreamsThrough(t *testing.T) {
 	for _, k := range kinds {
 		t.Run(string(k), func(t *testing.T) {
 			base := startCache(t, Options{Kind: k, Upstreams: upstreamsOf(t, org.URL)})
-			// The segment in progress, requested 0.7 s into it: one chunk is out,
-			// three more come over 1.3 s.
-			tl := org.Channel.Timeline()
-			phase := time.Since(tl.AvailabilityStart) % tl.SegmentDuration
-			time.Sleep((700*time.Millisecond - phase + tl.SegmentDuration) % tl.SegmentDuration)
-			_, n := org.liveEdge()
+			// The next segment, not begun: the origin holds the request until its
+			// first chunk, then streams the other three over 1.5 s.
+			_, inProgress := org.liveEdge()
+			n := inProgress + 1
 			path := layout.Segment(true, "loop", video, n)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
