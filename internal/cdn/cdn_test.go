@@ -3,9 +3,14 @@ package cdn
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -235,4 +240,47 @@ func FuzzParseUpstreams(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Run keeps the program's files in its folder and stops it, and all its processes,
+// when its context ends (SIGINT or SIGTERM to `streambed cdn --run`).
+func TestRunWritesPidAndStopsCleanly(t *testing.T) {
+	for _, k := range kinds {
+		t.Run(string(k), func(t *testing.T) {
+			requireProgram(t, k)
+			dir := t.TempDir()
+			p, err := Write(Options{Kind: k, Upstreams: []Upstream{{Host: "127.0.0.1", Port: 9}}, Listen: freeAddr(t), Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- p.Run(ctx, io.Discard) }()
+			pidFile := filepath.Join(dir, map[Kind]string{Nginx: "nginx.pid", Varnish: "varnishd.pid"}[k])
+			var pid int
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				if b, err := os.ReadFile(pidFile); err == nil {
+					if pid, err = strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+						break
+					}
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no pid in %s after 30 s", pidFile)
+				}
+			}
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("Run did not return 20 s after its context ended")
+			}
+			if err := syscall.Kill(pid, 0); err == nil {
+				t.Errorf("%s (pid %d) still runs after Run returned", k, pid)
+			}
+		})
+	}
 }
