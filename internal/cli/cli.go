@@ -28,6 +28,7 @@ func Commands() []Command {
 		{"lab", "run an experiment scenario and write its report", Lab},
 		{"channel", "create, list, show and delete the publishing points (live channels fed by encoders) of a running origin", Channel},
 		{"encode", "run a live encoder posting CMAF tracks to an origin's ingest URL (FFmpeg, or a replay of a ladder encoded once)", Encode},
+		{"cdn", "write (and --run) an nginx or Varnish cache configuration for a shield or edge in front of origins", CDN},
 		{"load", "run N concurrent clients of a live channel over ws, http1 or http2 and measure what each received; --mode dash-live|hls-live|abr: the workload generator (players' requests, ramps, Poisson arrivals, mergeable reports)", Load},
 	}
 	return cmds

@@ -52,6 +52,8 @@ func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	)
 	fs.Var(&relays, "relay", "relay edge channel `NAME=ws://HOST/ws/CHANNEL[,segment=2s][,dvr=60s][,delay=4s]`: another Streambed's channel received once by WebSocket push and served here (repeatable; added to the other channels)")
 	fs.Var(&channels, "channel", "live channel `NAME=ASSET[,dvr=60s][,chunk=40ms][,delay=4s][,archive=DIR]` looping a packaged asset (repeatable; replaces the demo channel; --channel \"\" for none)")
+	var pulls pullList
+	fs.Var(&pulls, "pull", "edge mode: live channel `NAME=MPD_URL` pulled from an upstream origin (Streambed, or a DASH $Number$ MPD) and served from this hub (repeatable; docs/cdn.md)")
 	fs.Var(&ingests, "ingest", "publishing point `NAME[,preset=P][,segment=2s][,dvr=60s][,delay=4s][,token=T][,archive=DIR]` that an encoder feeds (DASH-IF ingest; presets pure-live, archive, archive-dvr; repeatable; added to the other channels)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: streambed serve [flags]
@@ -82,6 +84,7 @@ Examples:
   streambed serve --assets ./assets --channel news=clip,dvr=120s --https ""
   streambed serve --channel "" --ingest studio,segment=2s
   streambed serve --config streambed.yaml
+  streambed serve --channel "" --pull demo=http://origin:8080/live/demo/manifest.mpd
 
 Flags:
 `)
@@ -146,6 +149,9 @@ Flags:
 	}
 	points, err := openPoints(ctx, h, in, cfg, log)
 	if err != nil {
+		return err
+	}
+	if err := openPulls(ctx, h, pulls, log); err != nil {
 		return err
 	}
 	adminToken, err := publish.AdminToken(cfg.DataDir, cfg.AdminToken)

@@ -24,7 +24,7 @@ type Config struct {
 type CacheConfig struct {
 	SegmentMaxAge      time.Duration `yaml:"segment_max_age"`       // immutable segments and inits
 	VODManifestMaxAge  time.Duration `yaml:"vod_manifest_max_age"`  // on-demand MPD and playlists
-	LiveManifestMaxAge time.Duration `yaml:"live_manifest_max_age"` // 0: half a segment duration
+	LiveManifestMaxAge time.Duration `yaml:"live_manifest_max_age"` // 0: half a segment duration; sent as an absolute Expires (docs/cdn.md)
 	// OpenFiles keeps up to this many segment file descriptors open for reuse (0: open
 	// and close a file per request), like nginx's open_file_cache.
 	OpenFiles int `yaml:"open_files"`

@@ -128,6 +128,19 @@ func (s *Server) liveManifestMaxAge(c *hub.Channel) time.Duration {
 	return c.Timeline().SegmentDuration / 2
 }
 
+// manifestExpires is when a live manifest of c served now stops being fresh: half a
+// segment duration (or the configured live_manifest_max_age) from now, rounded down
+// to the second (HTTP dates count whole seconds: never past the manifest's life);
+// zero when that is not in the future (segments shorter than 2 s: no-cache).
+func (s *Server) manifestExpires(c *hub.Channel) time.Time {
+	now := s.clock()
+	exp := now.Add(s.liveManifestMaxAge(c)).Truncate(time.Second)
+	if !exp.After(now) {
+		return time.Time{}
+	}
+	return exp
+}
+
 func (s *Server) handleLive(w http.ResponseWriter, r *http.Request) {
 	name, file := r.PathValue("stream"), r.PathValue("file")
 	s.serveLiveManifest(w, r, name, "", file)
@@ -183,7 +196,7 @@ func (s *Server) serveLiveManifest(w http.ResponseWriter, r *http.Request, name,
 		httperr.Write(w, err)
 		return
 	}
-	serveManifest(w, r, m, file, s.liveManifestMaxAge(c))
+	serveManifest(w, r, m, file, expiresCache(s.manifestExpires(c)))
 }
 
 func (s *Server) handleLiveTrack(w http.ResponseWriter, r *http.Request) {
@@ -276,7 +289,7 @@ func (s *Server) handleLiveTrack(w http.ResponseWriter, r *http.Request) {
 // complete: the chunks stored so far, then each one as the source appends it, each
 // flushed at once (HTTP/1.1 chunked transfer, HTTP/2 DATA frames), until the segment
 // is complete. The next segment, not begun yet, is waited for up to one segment
-// duration; one farther ahead, or not begun by then, is the usual 404.
+// duration and one chunk; one farther ahead, or not begun by then, is the usual 404.
 //
 // The headers go out with the first chunk, so they cannot depend on the end: no
 // Content-Length, ETag or Last-Modified, and the segments' own Cache-Control, because
@@ -289,7 +302,12 @@ func (s *Server) handleLiveTrack(w http.ResponseWriter, r *http.Request) {
 func (s *Server) streamSegment(w http.ResponseWriter, r *http.Request, c *hub.Channel, t *media.Track, n uint64) {
 	rc := http.NewResponseController(w)
 	started := false
-	err := c.Follow(r.Context(), t.ID, n, c.Timeline().SegmentDuration, func(chunks []*media.Chunk) error {
+	// The next segment begins when its first chunk is complete: up to a segment
+	// duration from now (the current one ends) plus one chunk. Waiting only a segment
+	// duration answered 404 to a request made early in the current segment, just
+	// before its successor began (a cache in front passes that 404 on).
+	wait := c.Timeline().SegmentDuration + c.ChunkDuration()
+	err := c.Follow(r.Context(), t.ID, n, wait, func(chunks []*media.Chunk) error {
 		if !started {
 			h := w.Header()
 			h["Content-Type"] = contentTypeValues[t.Kind == media.Audio]

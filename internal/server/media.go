@@ -55,11 +55,12 @@ func (s *Server) manifest(slot, key string, render func(w io.Writer) error) (*re
 	return r, nil
 }
 
-// serveManifest writes a manifest, gzip-compressed when the client accepts it.
-func serveManifest(w http.ResponseWriter, r *http.Request, m *rendered, file string, maxAge time.Duration) {
+// serveManifest writes a manifest, gzip-compressed when the client accepts it, with
+// the caching headers setCache writes (maxAgeCache, or expiresCache for live ones).
+func serveManifest(w http.ResponseWriter, r *http.Request, m *rendered, file string, setCache func(http.Header)) {
 	h := w.Header()
 	h.Set("Content-Type", contentType(file, ""))
-	h.Set("Cache-Control", fmt.Sprintf("public, max-age=%d", int(maxAge.Seconds())))
+	setCache(h)
 	h.Set("Vary", "Accept-Encoding")
 	h.Set("ETag", m.etag)
 	if inm := r.Header.Get("If-None-Match"); inm != "" && strings.Contains(inm, m.etag) {
@@ -76,6 +77,33 @@ func serveManifest(w http.ResponseWriter, r *http.Request, m *rendered, file str
 		return
 	}
 	_, _ = w.Write(body)
+}
+
+// maxAgeCache lets a response be kept for d (an on-demand manifest: it does not change).
+func maxAgeCache(d time.Duration) func(http.Header) {
+	v := fmt.Sprintf("public, max-age=%d", int(d.Seconds()))
+	return func(h http.Header) { h.Set("Cache-Control", v) }
+}
+
+// expiresCache lets a live manifest be kept until the moment exp, an absolute time
+// rather than a max-age (zero: not at all, no-cache). A cache tier that sends no Age
+// header (nginx) would otherwise hand a copy it has held for most of its max-age to
+// the tier below as if new, and that tier would keep it a whole max-age more: each
+// tier adds a life, and a stale answer a shield serves while it refreshes the copy
+// (stale-while-revalidate) would be kept again. An Expires moment is the same at
+// every tier, so no tier keeps the manifest past it, and a copy past it is not
+// cacheable at all. Caches and origin need synchronised clocks, as live streaming
+// does anyway. Cache-Control says "public" without max-age, which would override
+// Expires in every cache.
+func expiresCache(exp time.Time) func(http.Header) {
+	if exp.IsZero() {
+		return func(h http.Header) { h.Set("Cache-Control", "no-cache") }
+	}
+	v := exp.UTC().Format(http.TimeFormat)
+	return func(h http.Header) {
+		h.Set("Cache-Control", "public")
+		h.Set("Expires", v)
+	}
 }
 
 // renderFile renders one of the manifest files of p.
@@ -122,7 +150,7 @@ func (s *Server) handleVOD(w http.ResponseWriter, r *http.Request) {
 		httperr.Write(w, err)
 		return
 	}
-	serveManifest(w, r, m, file, s.cfg.Cache.VODManifestMaxAge)
+	serveManifest(w, r, m, file, maxAgeCache(s.cfg.Cache.VODManifestMaxAge))
 }
 
 func (s *Server) handleVODTrack(w http.ResponseWriter, r *http.Request) {
@@ -154,7 +182,7 @@ func (s *Server) handleVODTrack(w http.ResponseWriter, r *http.Request) {
 			httperr.Write(w, err)
 			return
 		}
-		serveManifest(w, r, m, file, s.cfg.Cache.VODManifestMaxAge)
+		serveManifest(w, r, m, file, maxAgeCache(s.cfg.Cache.VODManifestMaxAge))
 		return
 	}
 	sn, err := layout.ParseSegmentName(file)

@@ -449,3 +449,25 @@ func TestAdvertisedEndpoints(t *testing.T) {
 		t.Errorf("asset entry lists an endpoint the transport did not give: %v", list.Streams[1])
 	}
 }
+
+// Live manifests say until when they may be kept as an absolute Expires (the clock
+// plus half a segment, rounded down to the second) under a Cache-Control without
+// max-age, so that cache tiers without Age headers cannot stack their lifetimes; a
+// life shorter than what HTTP dates can say is no-cache. On-demand manifests keep
+// their max-age.
+func TestLiveManifestExpiresAbsolute(t *testing.T) {
+	s, ts := testOrigin(t) // clock at 100 s, 2 s segments
+	for _, path := range []string{"/live/ch/manifest.mpd", "/live/ch/master.m3u8", "/live/ch/v1/playlist.m3u8"} {
+		resp, _ := get(t, ts.URL+path)
+		if cc, exp := resp.Header.Get("Cache-Control"), resp.Header.Get("Expires"); cc != "public" || exp != "Thu, 01 Jan 1970 00:01:41 GMT" {
+			t.Errorf("%s: Cache-Control %q, Expires %q; want public and 101 s", path, cc, exp)
+		}
+	}
+	if resp, _ := get(t, ts.URL+"/vod/clip/manifest.mpd"); resp.Header.Get("Cache-Control") != "public, max-age=60" || resp.Header.Get("Expires") != "" {
+		t.Errorf("VOD manifest: Cache-Control %q, Expires %q", resp.Header.Get("Cache-Control"), resp.Header.Get("Expires"))
+	}
+	s.cfg.Cache.LiveManifestMaxAge = 300 * time.Millisecond // 100.3 s rounds down to now
+	if resp, _ := get(t, ts.URL+"/live/ch/manifest.mpd"); resp.Header.Get("Cache-Control") != "no-cache" || resp.Header.Get("Expires") != "" {
+		t.Errorf("sub-second life: Cache-Control %q, Expires %q; want no-cache", resp.Header.Get("Cache-Control"), resp.Header.Get("Expires"))
+	}
+}

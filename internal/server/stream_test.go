@@ -454,3 +454,51 @@ func TestLowLatencyManifest(t *testing.T) {
 		t.Errorf("/api/streams of a channel of whole segments: %s", list)
 	}
 }
+
+// The next segment begins when its first chunk is complete, which may be a segment
+// duration and a chunk after a request made early in the current segment: a request
+// for it is answered when that chunk comes later than one segment duration (here
+// 2.1 s of 2 s segments in 500 ms chunks), not with a 404.
+func TestStreamNextSegmentWaitsForItsFirstChunk(t *testing.T) {
+	const d = 2000
+	c, ts, client := llOrigin(t, d*time.Millisecond, "HTTP/1.1")
+	for i := uint64(0); i < 4; i++ {
+		appendChunk(t, c, 0, i, d)
+	}
+	appendChunk(t, c, 1, 0, d)
+	type answer struct {
+		resp *http.Response
+		err  error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+"/live/ll/v/2.m4s", nil)
+		resp, err := client.Do(req)
+		got <- answer{resp, err}
+	}()
+	waitUntil(t, "the request for segment 2 waits", func() bool { return c.Followers() == 1 })
+	time.Sleep(2100 * time.Millisecond) // longer than a segment: the old bound said 404 here
+	for i := uint64(1); i < 4; i++ {
+		appendChunk(t, c, 1, i, d)
+	}
+	first := appendChunk(t, c, 2, 0, d)
+	var a answer
+	select {
+	case a = <-got:
+	case <-time.After(guard):
+		t.Fatal("no answer after segment 2 began")
+	}
+	must(t, a.err)
+	defer a.resp.Body.Close()
+	if a.resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(a.resp.Body)
+		t.Fatalf("segment 2, begun a chunk after a segment duration: %d %s", a.resp.StatusCode, b)
+	}
+	if b := readN(t, a.resp.Body, len(first)); !bytes.Equal(b, first) {
+		t.Fatalf("segment 2 began with %.40q", b)
+	}
+	for i := uint64(1); i < 4; i++ {
+		appendChunk(t, c, 2, i, d)
+	}
+	waitUntil(t, "no follower left", func() bool { return c.Followers() == 0 })
+}
