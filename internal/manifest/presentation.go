@@ -96,7 +96,7 @@ type Presentation struct {
 // before it exists.
 type Edge struct {
 	Parts []Part
-	Hint  Part   // Number and Index of the next part
+	Hint  Part // Number and Index of the next part
 	// Period is the live period of the segment in progress (SegmentRef.Period).
 	Period uint32
 }
