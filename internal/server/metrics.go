@@ -40,7 +40,7 @@ type kindMetrics struct {
 }
 
 // kinds are every value kindOf returns.
-var kinds = []string{"manifest", "init", "segment", "api", "time", "metrics", "page"}
+var kinds = []string{"manifest", "init", "segment", "part", "api", "time", "metrics", "page"}
 
 func newMetrics(h *hub.Hub) *metrics {
 	m := &metrics{
@@ -111,6 +111,8 @@ func kindOf(path string) string {
 		return "init"
 	case layout.KindSegment:
 		return "segment"
+	case layout.KindPart:
+		return "part"
 	}
 	switch {
 	case strings.HasPrefix(path, "/api/"):
