@@ -57,9 +57,14 @@ func (s *Server) manifest(slot, key string, render func(w io.Writer) error) (*re
 
 // serveManifest writes a manifest, gzip-compressed when the client accepts it.
 func serveManifest(w http.ResponseWriter, r *http.Request, m *rendered, file string, maxAge time.Duration) {
+	serveManifestCached(w, r, m, file, fmt.Sprintf("public, max-age=%d", int(maxAge.Seconds())))
+}
+
+// serveManifestCached is serveManifest with its own Cache-Control.
+func serveManifestCached(w http.ResponseWriter, r *http.Request, m *rendered, file, cacheControl string) {
 	h := w.Header()
 	h.Set("Content-Type", contentType(file, ""))
-	h.Set("Cache-Control", fmt.Sprintf("public, max-age=%d", int(maxAge.Seconds())))
+	h.Set("Cache-Control", cacheControl)
 	h.Set("Vary", "Accept-Encoding")
 	h.Set("ETag", m.etag)
 	if inm := r.Header.Get("If-None-Match"); inm != "" && strings.Contains(inm, m.etag) {
