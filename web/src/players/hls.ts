@@ -24,6 +24,9 @@ export class HlsAdapter implements PlayerAdapter {
     this.live = opts.live;
     const hls = new Hls({
       ...(opts.liveDelaySegments != null ? { liveSyncDurationCount: opts.liveDelaySegments } : {}),
+      // LL-HLS: parts, blocking playlist reloads and the playlist's PART-HOLD-BACK as
+      // the target latency. Off otherwise, so a plain playlist is played as before.
+      lowLatencyMode: !!opts.lowLatency,
       // Drift back to the target latency by playing up to 10% faster, as dash.js does
       // in its catch-up mode, instead of staying as far behind as start-up left us.
       maxLiveSyncPlaybackRate: 1.1,
