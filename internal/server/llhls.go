@@ -123,6 +123,8 @@ func (s *Server) awaitReload(ctx context.Context, c *hub.Channel, t *media.Track
 	bound := 3 * targetDurationOf(c)
 	timer := time.NewTimer(bound)
 	defer timer.Stop()
+	s.metrics.blocked.Inc()
+	defer s.metrics.blocked.Dec()
 	target := manifest.TicksOf(ll.PartTarget, t.Timescale)
 	perSegment := int64((c.Timeline().SegmentDuration + ll.PartTarget - 1) / ll.PartTarget)
 	limit := int64(3) // the Advance Part Limit: 3 parts, or 3 s of them when shorter

@@ -26,6 +26,7 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	bytesOut *prometheus.CounterVec
 	conns    prometheus.Gauge
+	blocked  prometheus.Gauge // LL-HLS playlist reloads being held
 
 	perKind map[string]*kindMetrics // read-only after newMetrics: label handles per kind
 
@@ -54,13 +55,16 @@ func newMetrics(h *hub.Hub) *metrics {
 		conns: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "streambed_http_open_connections", Help: "Client connections currently open.",
 		}),
+		blocked: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "streambed_hls_blocked_reloads", Help: "LL-HLS blocking playlist reloads being held.",
+		}),
 		viewers: map[string]map[string]time.Time{},
 		perKind: map[string]*kindMetrics{},
 	}
 	for _, k := range kinds {
 		m.perKind[k] = &kindMetrics{bytes: m.bytesOut.WithLabelValues(k)}
 	}
-	m.reg.MustRegister(m.requests, m.bytesOut, m.conns, m, archiveCollector{h},
+	m.reg.MustRegister(m.requests, m.bytesOut, m.conns, m.blocked, m, archiveCollector{h},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
