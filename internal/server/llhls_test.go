@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-		"os"
+	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
@@ -216,24 +216,24 @@ func TestBlockingReloadRefused(t *testing.T) {
 	feed(t, c, 2) // last segment 0, parts 1.0 and 1.1
 	base := ts.URL + "/live/ll/v/playlist.m3u8?"
 	for q, want := range map[string]string{
-		"_HLS_msn=3":                           "more than two segments past",
-		"_HLS_msn=1&_HLS_part=14":              "parts past", // the Advance Part Limit is 3 s of 250 ms parts: 12
-		"_HLS_msn=2&_HLS_part=11":              "parts past",
-		"_HLS_msn=18446744073709551615":        "more than two segments past",
-		"_HLS_msn=18446744073709551616":        "out of range",
-		"_HLS_msn=-1":                          "_HLS_msn=\\\"-1\\\"",
-		"_HLS_msn=1e3":                         "_HLS_msn=\\\"1e3\\\"",
-		"_HLS_msn=+1":                          "_HLS_msn=",
-		"_HLS_msn=":                            "_HLS_msn=",
-		"_HLS_msn=1&_HLS_msn=1":                "given 2 times",
-		"_HLS_part=1":                          "without _HLS_msn",
-		"_HLS_msn=1&_HLS_part=-1":              "_HLS_part=",
-		"_HLS_msn=1&_HLS_part=600001":          "over 600000",
-		"_HLS_msn=1&_HLS_part=99999999":        "_HLS_part=",
-		"_HLS_skip=yes":                        "neither YES nor v2",
-		"_HLS_msn=1&_HLS_part=1&_HLS_skip=NO":  "neither YES nor v2",
-		"_HLS_msn=%20%201":                     "_HLS_msn=",
-		"_HLS_msn=1&_HLS_part=0x1":             "_HLS_part=",
+		"_HLS_msn=3":                          "more than two segments past",
+		"_HLS_msn=1&_HLS_part=14":             "parts past", // the Advance Part Limit is 3 s of 250 ms parts: 12
+		"_HLS_msn=2&_HLS_part=11":             "parts past",
+		"_HLS_msn=18446744073709551615":       "more than two segments past",
+		"_HLS_msn=18446744073709551616":       "out of range",
+		"_HLS_msn=-1":                         "_HLS_msn=\\\"-1\\\"",
+		"_HLS_msn=1e3":                        "_HLS_msn=\\\"1e3\\\"",
+		"_HLS_msn=+1":                         "_HLS_msn=",
+		"_HLS_msn=":                           "_HLS_msn=",
+		"_HLS_msn=1&_HLS_msn=1":               "given 2 times",
+		"_HLS_part=1":                         "without _HLS_msn",
+		"_HLS_msn=1&_HLS_part=-1":             "_HLS_part=",
+		"_HLS_msn=1&_HLS_part=600001":         "over 600000",
+		"_HLS_msn=1&_HLS_part=99999999":       "_HLS_part=",
+		"_HLS_skip=yes":                       "neither YES nor v2",
+		"_HLS_msn=1&_HLS_part=1&_HLS_skip=NO": "neither YES nor v2",
+		"_HLS_msn=%20%201":                    "_HLS_msn=",
+		"_HLS_msn=1&_HLS_part=0x1":            "_HLS_part=",
 		"_HLS_msn=99999999999999999999999999": "_HLS_msn=",
 	} {
 		a := await(t, getAsync(context.Background(), client, base+q))

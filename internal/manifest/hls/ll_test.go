@@ -94,6 +94,7 @@ func checkLowLatency(t *testing.T, p *manifest.Presentation, tr *media.Track, pl
 	var uris []string
 	hold, skipUntil := 0.0, 0.0
 	reports, hints := 0, 0
+	hint := ""
 	for i, l := range lines {
 		switch {
 		case strings.HasPrefix(l, "#EXT-X-PART:"):
@@ -124,12 +125,20 @@ func checkLowLatency(t *testing.T, p *manifest.Presentation, tr *media.Track, pl
 			}
 		case strings.HasPrefix(l, "#EXT-X-PRELOAD-HINT:"):
 			hints++
+			hint = strings.TrimSuffix(strings.TrimPrefix(l, `#EXT-X-PRELOAD-HINT:TYPE=PART,URI="`), `"`)
 		case strings.HasPrefix(l, "#EXT-X-RENDITION-REPORT:"):
 			reports++
 		}
 	}
 	if len(durs) == 0 || hints != 1 {
 		t.Errorf("%d parts and %d preload hints", len(durs), hints)
+	}
+	seen := map[string]bool{hint: true}
+	for _, u := range uris {
+		if seen[u] {
+			t.Errorf("part %s is listed twice, or hinted while listed", u)
+		}
+		seen[u] = true
 	}
 	if hold < 3*target-1e-9 {
 		t.Errorf("PART-HOLD-BACK %.3f is under three part targets", hold)
