@@ -117,8 +117,10 @@ var errReloadTimeout = errors.New("blocking reload timed out")
 // segment (and part) asked for, for at most three target durations (then 503, as RFC
 // 8216bis 6.2.5.2 has it). A segment more than two past the newest, or a part more
 // than the Advance Part Limit past the newest, is refused at once (400). The wait is
-// the handler's own goroutine on the channel's growth broadcast and one timer, both
-// gone when it returns — and it returns when the client goes away (ctx).
+// the handler's own goroutine and one timer, both gone when it returns — and it
+// returns when the client goes away (ctx). The reloads held on one track share an
+// edgeWatch: one of them looks at the edge on every chunk, the others only when it
+// moved.
 func (s *Server) awaitReload(ctx context.Context, c *hub.Channel, t *media.Track, ll *manifest.LowLatency, rl reload) error {
 	bound := 3 * targetDurationOf(c)
 	timer := time.NewTimer(bound)
@@ -131,7 +133,12 @@ func (s *Server) awaitReload(ctx context.Context, c *hub.Channel, t *media.Track
 	if ll.PartTarget < time.Second {
 		limit = int64(3 * time.Second / ll.PartTarget)
 	}
+	w := s.watches.join(c, t.ID)
+	leading := false
+	defer func() { s.watches.leave(w, leading) }()
 	for {
+		var moved <-chan struct{}
+		leading, moved = w.turn(leading)
 		e, ok, grew, err := c.Edge(t.ID, s.clock())
 		if err != nil {
 			return err
@@ -140,6 +147,9 @@ func (s *Server) awaitReload(ctx context.Context, c *hub.Channel, t *media.Track
 			return nil // nothing to wait for: the playlist is answered as it is
 		}
 		done := int64(len(manifest.SplitParts(e.Next.Number, e.Next.Chunks, false, target)))
+		if leading {
+			w.saw(fmt.Sprintf("%d/%d/%d", e.Last, e.Next.Number, done))
+		}
 		switch {
 		case e.Last >= rl.msn:
 			return nil
@@ -151,10 +161,14 @@ func (s *Server) awaitReload(ctx context.Context, c *hub.Channel, t *media.Track
 			return fmt.Errorf("_HLS_msn=%d&_HLS_part=%d is more than %d parts past the playlist's last (segment %d, %d parts): %w",
 				rl.msn, rl.part, limit, e.Next.Number, done, media.ErrBadRequest)
 		}
+		wake := moved // the edge moved, or the leader left
+		if leading {
+			wake = grew // the channel grew: look at the edge again
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-grew:
+		case <-wake:
 		case <-timer.C:
 			return fmt.Errorf("track %q did not reach segment %d part %d within three target durations (%s): %w: %w", t.ID, rl.msn, rl.part, bound, errReloadTimeout, media.ErrUnavailable)
 		}

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,13 +30,17 @@ import (
 // chunks — so PART-TARGET is 250 ms and each chunk is one part: part i of a segment
 // is chunk i.
 
-// llhlsOrigin is llOrigin with the Server at hand (its metrics), over HTTP/1.1.
-func llhlsOrigin(t *testing.T) (*hub.Channel, *Server, *httptest.Server, *http.Client) {
+// llhlsOrigin is llOrigin with the Server at hand (its metrics), over HTTP/1.1; with
+// audio, the channel also has an audio track "a" cut as the video is.
+func llhlsOrigin(t *testing.T, audio ...bool) (*hub.Channel, *Server, *httptest.Server, *http.Client) {
 	t.Helper()
 	const d = time.Second
+	tracks := []*media.Track{{ID: "v", Kind: media.Video, Codec: "avc1.64001f", Bandwidth: 100000, Width: 320, Height: 180, FrameRate: "25", Timescale: 1000}}
+	if len(audio) > 0 && audio[0] {
+		tracks = append(tracks, &media.Track{ID: "a", Kind: media.Audio, Codec: "mp4a.40.2", Bandwidth: 64000, SampleRate: 48000, Channels: 2, Timescale: 1000})
+	}
 	c, err := hub.NewChannel(hub.ChannelConfig{
-		Info: &media.Stream{Name: "ll", SegmentDuration: d, Tracks: []*media.Track{
-			{ID: "v", Kind: media.Video, Codec: "avc1.64001f", Bandwidth: 100000, Width: 320, Height: 180, FrameRate: "25", Timescale: 1000}}},
+		Info: &media.Stream{Name: "ll", SegmentDuration: d, Tracks: tracks},
 		Inits:    map[string][]byte{"v": []byte("vinit")},
 		Timeline: media.Timeline{AvailabilityStart: time.Now().Add(-time.Minute), SegmentDuration: d, TimeShiftBufferDepth: 10 * d},
 	})
@@ -340,12 +345,15 @@ func TestBlockedReloadsBound(t *testing.T) {
 		t.Skip("2000 connections from a helper process: skipped with -short")
 	}
 	const n = 2000
-	c, s, ts, _ := llhlsOrigin(t)
+	c, s, ts, _ := llhlsOrigin(t, true)
 	feed(t, c, 2)
+	for i := uint64(0); i < 4; i++ {
+		must(t, c.AppendChunk("a", 0, chunkOf(0, i, 1000), i == 3))
+	}
 	before := heapInUse()
 	g0 := runtime.NumGoroutine()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperReloadClients$", "-test.v")
-	cmd.Env = append(os.Environ(), "STREAMBED_RELOAD_CLIENTS_URL="+ts.URL+"/live/ll/v/playlist.m3u8?_HLS_msn=1&_HLS_part=2",
+	cmd.Env = append(os.Environ(), "STREAMBED_RELOAD_CLIENTS_URL="+ts.URL+"/live/ll/v/playlist.m3u8?_HLS_msn=1&_HLS_part=3",
 		"STREAMBED_RELOAD_CLIENTS_N="+strconv.Itoa(n))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -364,8 +372,27 @@ func TestBlockedReloadsBound(t *testing.T) {
 	if per := float64(g1-g0) / n; per > 2.1 {
 		t.Errorf("%.1f goroutines per blocked reload: more than the connection's two", per)
 	}
-	// One append (part 1.2) satisfies them all.
-	appendChunk(t, c, 1, 2, 1000)
+	// An audio chunk wakes the channel's readers but moves nothing the reloads wait
+	// for: one of them looks (the watch's leader), the others sleep on. Its cost is
+	// logged (CPU time over a short settle, not asserted). A video chunk, part 1.2,
+	// moves the edge short of the part asked for (1.3): every reload looks once.
+	// Then one append (part 1.3) satisfies them all.
+	for _, step := range []struct {
+		what   string
+		append func()
+	}{
+		{"an audio chunk", func() { must(t, c.AppendChunk("a", 1, chunkOf(1, 0, 1000), false)) }},
+		{"video part 1.2", func() { appendChunk(t, c, 1, 2, 1000) }},
+	} {
+		cpu0 := cpuTime()
+		step.append()
+		time.Sleep(300 * time.Millisecond)
+		t.Logf("%s with %d reloads held for part 1.3 costs the origin %.1f ms of CPU", step.what, n, float64(cpuTime()-cpu0)/1e6)
+		if blocked(s) != n {
+			t.Fatalf("%s released %d reloads", step.what, n-blocked(s))
+		}
+	}
+	appendChunk(t, c, 1, 3, 1000)
 	select {
 	case err := <-done:
 		if err != nil {
@@ -399,7 +426,7 @@ func TestHelperReloadClients(t *testing.T) {
 	for _, ch := range answers {
 		select {
 		case a := <-ch:
-			if a.err != nil || a.status != http.StatusOK || !strings.Contains(a.body, `"1.2.m4s"`) {
+			if a.err != nil || a.status != http.StatusOK || !strings.Contains(a.body, `"1.3.m4s"`) {
 				t.Fatalf("a released reload: %v %d", a.err, a.status)
 			}
 		case <-time.After(3 * guard):
@@ -408,10 +435,48 @@ func TestHelperReloadClients(t *testing.T) {
 	}
 }
 
+// cpuTime is this process's user and system CPU time, in nanoseconds.
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
 // heapInUse is the heap and the goroutine stacks in use, after a collection.
 func heapInUse() uint64 {
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapInuse + m.StackInuse
+}
+
+// The reloads held on a track share a watch whose leader looks at the edge on every
+// chunk: when the leader's client goes away, another reload takes the lead and is
+// still answered when its part comes; when all are gone, the watch is dropped.
+func TestBlockingReloadLeaderLeaves(t *testing.T) {
+	c, s, ts, client := llhlsOrigin(t)
+	feed(t, c, 2)
+	base := ts.URL + "/live/ll/v/playlist.m3u8"
+	ctx, cancel := context.WithCancel(context.Background())
+	first := getAsync(ctx, client, base+"?_HLS_msn=1&_HLS_part=2") // the first to wait leads
+	waitUntil(t, "the first reload is held", func() bool { return blocked(s) == 1 })
+	second := getAsync(context.Background(), client, base+"?_HLS_msn=1&_HLS_part=3")
+	waitUntil(t, "both reloads are held", func() bool { return blocked(s) == 2 })
+	cancel()
+	if a := <-first; !errors.Is(a.err, context.Canceled) {
+		t.Fatalf("the cancelled reload: %v %d", a.err, a.status)
+	}
+	waitUntil(t, "the leader is gone", func() bool { return blocked(s) == 1 })
+	appendChunk(t, c, 1, 2, 1000)
+	notYet(t, second, "the reload of part 1.3 after part 1.2")
+	appendChunk(t, c, 1, 3, 1000)
+	if a := await(t, second); a.status != http.StatusOK || !strings.Contains(a.body, `"1.3.m4s"`) {
+		t.Fatalf("the second reload: %d\n%s", a.status, a.body)
+	}
+	s.watches.mu.Lock()
+	left := len(s.watches.m)
+	s.watches.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d watches left with no reload held", left)
+	}
 }
