@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/url"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -63,5 +65,12 @@ func checkLLHLS(t *testing.T, master string) {
 	}
 	if b := get(part.String()); len(b) < 8 || (b[4:8] != "moof" && b[4:8] != "styp") {
 		t.Fatalf("LL-HLS: part %s is not CMAF: %q", part, b[:min(len(b), 16)])
+	}
+	// An outside reader: ffprobe opens the LL-HLS master playlist and finds the video.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "ffprobe", "-v", "error", "-show_entries", "stream=codec_name", "-of", "csv", master).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "h264") {
+		t.Fatalf("LL-HLS: ffprobe %s: %v\n%s", master, err, out)
 	}
 }
