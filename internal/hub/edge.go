@@ -19,8 +19,8 @@ type Edge struct {
 }
 
 // Edge returns a track's live edge at now (ok is false before the track has a
-// complete segment) and a channel that is closed when the channel next grows: a
-// chunk stored, a segment completed, the channel ended. Taken under the same lock as
+// complete segment) and a channel that is closed when the track next grows: a chunk
+// of it stored, one of its segments completed, the channel ended. Taken under the same lock as
 // the edge, so a reader that waits on it misses no change; it costs nothing per
 // chunk while nobody waits (the Follow broadcast).
 func (c *Channel) Edge(trackID string, now time.Time) (e Edge, ok bool, grew <-chan struct{}, err error) {
@@ -35,8 +35,7 @@ func (c *Channel) Edge(trackID string, now time.Time) (e Edge, ok bool, grew <-c
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.grewTaken = true
-	grew, e.Ended = c.grew, c.ended
+	grew, e.Ended = lt.grewLocked(), c.ended
 	switch {
 	case c.od != nil:
 		e.Last, ok = odLast, odOK

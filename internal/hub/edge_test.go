@@ -3,6 +3,8 @@ package hub
 import (
 	"testing"
 	"time"
+
+	"github.com/streambed/streambed/internal/media"
 )
 
 // Edge names the newest complete segment and the one after it as stored, and hands
@@ -52,6 +54,18 @@ func TestEdge(t *testing.T) {
 	e, _, grew, _ = c.Edge("v", now)
 	if e.Last != 4 || e.Next.Number != 5 {
 		t.Fatalf("edge after segment 4 completed: %+v", e)
+	}
+	// Another track's chunk does not wake the readers of this one.
+	if err := c.AddTrack(&media.Track{ID: "a", Kind: media.Audio, Timescale: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AppendChunk("a", 5, segment(5, 1000).Chunks[0], false); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-grew:
+		t.Fatal("a chunk of track a closed the broadcast of track v")
+	default:
 	}
 	c.EndStream()
 	<-grew

@@ -8,7 +8,7 @@ import (
 
 // edgeWatch is shared by the blocking reloads held on one track of one channel, so
 // that a chunk costs one look at the edge, not one per held reload: one of them, the
-// leader, waits on the channel's growth broadcast and looks at the edge on every
+// leader, waits on the track's growth broadcast and looks at the edge on every
 // chunk; the others wait on moved, which the leader closes only when the edge has
 // moved (a part or segment completed, the channel ended) — when they are likely
 // satisfied. A leader that leaves closes moved too, so another takes over. No
@@ -74,7 +74,7 @@ func (ws *edgeWatches) leave(w *edgeWatch, leading bool) {
 }
 
 // turn returns what the caller waits on next: lead is true when it is (or has just
-// become) the leader, which waits on the channel's broadcast; the others wait on moved.
+// become) the leader, which waits on the track's broadcast; the others wait on moved.
 func (w *edgeWatch) turn(leading bool) (lead bool, moved <-chan struct{}) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -347,13 +348,18 @@ func TestBlockedReloadsBound(t *testing.T) {
 	const n = 2000
 	c, s, ts, _ := llhlsOrigin(t, true)
 	feed(t, c, 2)
-	for i := uint64(0); i < 4; i++ {
-		must(t, c.AppendChunk("a", 0, chunkOf(0, i, 1000), i == 3))
+	// Audio in chunks of 125 ms: two make a 250 ms part, so every other chunk moves
+	// nothing a reload waits for. Segment 0 whole, segment 1's part 0.
+	for i := uint64(0); i < 8; i++ {
+		must(t, c.AppendChunk("a", 0, audioChunk(0, i), i == 7))
+	}
+	for i := uint64(0); i < 2; i++ {
+		must(t, c.AppendChunk("a", 1, audioChunk(1, i), false))
 	}
 	before := heapInUse()
 	g0 := runtime.NumGoroutine()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperReloadClients$", "-test.v")
-	cmd.Env = append(os.Environ(), "STREAMBED_RELOAD_CLIENTS_URL="+ts.URL+"/live/ll/v/playlist.m3u8?_HLS_msn=1&_HLS_part=3",
+	cmd.Env = append(os.Environ(), "STREAMBED_RELOAD_CLIENTS_URL="+ts.URL+"/live/ll/a/playlist.m3u8?_HLS_msn=1&_HLS_part=2",
 		"STREAMBED_RELOAD_CLIENTS_N="+strconv.Itoa(n))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -372,27 +378,30 @@ func TestBlockedReloadsBound(t *testing.T) {
 	if per := float64(g1-g0) / n; per > 2.1 {
 		t.Errorf("%.1f goroutines per blocked reload: more than the connection's two", per)
 	}
-	// An audio chunk wakes the channel's readers but moves nothing the reloads wait
-	// for: one of them looks (the watch's leader), the others sleep on. Its cost is
-	// logged (CPU time over a short settle, not asserted). A video chunk, part 1.2,
-	// moves the edge short of the part asked for (1.3): every reload looks once.
-	// Then one append (part 1.3) satisfies them all.
+	// The reloads wait for audio part 1.2 (chunks 4 and 5). What each step costs the
+	// origin is logged (CPU time over a short settle, not asserted): a video chunk
+	// wakes none of them (each track has its own broadcast); audio chunk 2 opens part
+	// 1.1 and moves nothing, so only the watch's leader looks; chunk 3 completes part
+	// 1.1, short of theirs, so every reload looks once. Then chunks 4 and 5 complete
+	// part 1.2 and release them all.
 	for _, step := range []struct {
 		what   string
 		append func()
 	}{
-		{"an audio chunk", func() { must(t, c.AppendChunk("a", 1, chunkOf(1, 0, 1000), false)) }},
-		{"video part 1.2", func() { appendChunk(t, c, 1, 2, 1000) }},
+		{"a video chunk", func() { appendChunk(t, c, 1, 2, 1000) }},
+		{"an audio chunk that completes no part", func() { must(t, c.AppendChunk("a", 1, audioChunk(1, 2), false)) }},
+		{"an audio chunk that completes part 1.1", func() { must(t, c.AppendChunk("a", 1, audioChunk(1, 3), false)) }},
 	} {
 		cpu0 := cpuTime()
 		step.append()
 		time.Sleep(300 * time.Millisecond)
-		t.Logf("%s with %d reloads held for part 1.3 costs the origin %.1f ms of CPU", step.what, n, float64(cpuTime()-cpu0)/1e6)
+		t.Logf("%s, %d reloads held for audio part 1.2: %.1f ms of the origin's CPU", step.what, n, float64(cpuTime()-cpu0)/1e6)
 		if blocked(s) != n {
 			t.Fatalf("%s released %d reloads", step.what, n-blocked(s))
 		}
 	}
-	appendChunk(t, c, 1, 3, 1000)
+	must(t, c.AppendChunk("a", 1, audioChunk(1, 4), false))
+	must(t, c.AppendChunk("a", 1, audioChunk(1, 5), false))
 	select {
 	case err := <-done:
 		if err != nil {
@@ -426,13 +435,18 @@ func TestHelperReloadClients(t *testing.T) {
 	for _, ch := range answers {
 		select {
 		case a := <-ch:
-			if a.err != nil || a.status != http.StatusOK || !strings.Contains(a.body, `"1.3.m4s"`) {
+			if a.err != nil || a.status != http.StatusOK || !strings.Contains(a.body, `"1.2.m4s"`) {
 				t.Fatalf("a released reload: %v %d", a.err, a.status)
 			}
 		case <-time.After(3 * guard):
 			t.Fatal("a reload was not answered")
 		}
 	}
+}
+
+// audioChunk is chunk i of audio segment n: 125 ms at timescale 1000.
+func audioChunk(n, i uint64) *media.Chunk {
+	return &media.Chunk{Data: []byte(fmt.Sprintf("a%d-%d;", n, i)), Start: n*1000 + i*125, Duration: 125, Keyframe: true}
 }
 
 // cpuTime is this process's user and system CPU time, in nanoseconds.
