@@ -41,7 +41,7 @@ func llhlsOrigin(t *testing.T, audio ...bool) (*hub.Channel, *Server, *httptest.
 		tracks = append(tracks, &media.Track{ID: "a", Kind: media.Audio, Codec: "mp4a.40.2", Bandwidth: 64000, SampleRate: 48000, Channels: 2, Timescale: 1000})
 	}
 	c, err := hub.NewChannel(hub.ChannelConfig{
-		Info: &media.Stream{Name: "ll", SegmentDuration: d, Tracks: tracks},
+		Info:     &media.Stream{Name: "ll", SegmentDuration: d, Tracks: tracks},
 		Inits:    map[string][]byte{"v": []byte("vinit")},
 		Timeline: media.Timeline{AvailabilityStart: time.Now().Add(-time.Minute), SegmentDuration: d, TimeShiftBufferDepth: 10 * d},
 	})
