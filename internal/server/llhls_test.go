@@ -35,9 +35,15 @@ import (
 // audio, the channel also has an audio track "a" cut as the video is.
 func llhlsOrigin(t *testing.T, audio ...bool) (*hub.Channel, *Server, *httptest.Server, *http.Client) {
 	t.Helper()
+	return llhlsOriginOver(t, "HTTP/1.1", len(audio) > 0 && audio[0])
+}
+
+// llhlsOriginOver is llhlsOrigin whose client speaks proto (HTTP/1.1 or h2c).
+func llhlsOriginOver(t *testing.T, proto string, audio bool) (*hub.Channel, *Server, *httptest.Server, *http.Client) {
+	t.Helper()
 	const d = time.Second
 	tracks := []*media.Track{{ID: "v", Kind: media.Video, Codec: "avc1.64001f", Bandwidth: 100000, Width: 320, Height: 180, FrameRate: "25", Timescale: 1000}}
-	if len(audio) > 0 && audio[0] {
+	if audio {
 		tracks = append(tracks, &media.Track{ID: "a", Kind: media.Audio, Codec: "mp4a.40.2", Bandwidth: 64000, SampleRate: 48000, Channels: 2, Timescale: 1000})
 	}
 	c, err := hub.NewChannel(hub.ChannelConfig{
@@ -49,9 +55,17 @@ func llhlsOrigin(t *testing.T, audio ...bool) (*hub.Channel, *Server, *httptest.
 	h := hub.New()
 	must(t, h.AddChannel(context.Background(), c, nil))
 	s := New(DefaultConfig(), h, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
-	ts := httptest.NewServer(s.Handler())
+	ts := httptest.NewUnstartedServer(s.Handler())
+	ts.Config.Protocols = new(http.Protocols)
+	ts.Config.Protocols.SetHTTP1(true)
+	ts.Config.Protocols.SetUnencryptedHTTP2(true)
+	ts.Start()
 	t.Cleanup(ts.Close)
 	tr := &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 4096}
+	if proto == "h2c" {
+		tr.Protocols = new(http.Protocols)
+		tr.Protocols.SetUnencryptedHTTP2(true)
+	}
 	t.Cleanup(tr.CloseIdleConnections)
 	return c, s, ts, &http.Client{Transport: tr}
 }
@@ -174,7 +188,13 @@ func TestLowLatencyPlaylist(t *testing.T) {
 // A blocked reload is answered when, and only when, the part it asks for is in the
 // playlist; the answer is cacheable, and lists that part.
 func TestBlockingReload(t *testing.T) {
-	c, s, ts, client := llhlsOrigin(t)
+	for _, proto := range protocols {
+		t.Run(proto, func(t *testing.T) { blockingReload(t, proto) })
+	}
+}
+
+func blockingReload(t *testing.T, proto string) {
+	c, s, ts, client := llhlsOriginOver(t, proto, false)
 	feed(t, c, 2)
 	base := ts.URL + "/live/ll/v/playlist.m3u8"
 
@@ -265,7 +285,13 @@ func TestBlockingReloadRefused(t *testing.T) {
 // A client that goes away while its reload is held leaves nothing behind: no handler
 // goroutine, no waiter on the channel. A held part request likewise.
 func TestBlockingReloadClientGone(t *testing.T) {
-	c, s, ts, client := llhlsOrigin(t)
+	for _, proto := range protocols {
+		t.Run(proto, func(t *testing.T) { blockingReloadClientGone(t, proto) })
+	}
+}
+
+func blockingReloadClientGone(t *testing.T, proto string) {
+	c, s, ts, client := llhlsOriginOver(t, proto, false)
 	feed(t, c, 2)
 	ctx, cancel := context.WithCancel(context.Background())
 	reloads := getAsync(ctx, client, ts.URL+"/live/ll/v/playlist.m3u8?_HLS_msn=1&_HLS_part=3")
