@@ -163,7 +163,7 @@ func (s *Server) awaitReload(ctx context.Context, c *hub.Channel, t *media.Track
 		}
 		wake := moved // the edge moved, or the leader left
 		if leading {
-			wake = grew // the channel grew: look at the edge again
+			wake = grew // the track grew: look at the edge again
 		}
 		select {
 		case <-ctx.Done():
