@@ -175,6 +175,11 @@ func TestLowLatencyPlaylist(t *testing.T) {
 	if r, _ := get(t, ts.URL+"/live/ll/v/0.4.m4s"); r.StatusCode != http.StatusNotFound {
 		t.Errorf("part 0.4 of a segment of four: status %d", r.StatusCode)
 	}
+	for _, bad := range []string{"1.-1.m4s", "1.x.m4s", "1.1.1.m4s", "1..m4s", "1.600001.m4s", "99999999999999999999999.0.m4s", "+1.0.m4s"} {
+		if r, b := get(t, ts.URL+"/live/ll/v/"+bad); r.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s: status %d %s, want 400", bad, r.StatusCode, b)
+		}
+	}
 	// Part 1.1 exists while its segment is in progress: streamed, then ended.
 	if r, b := get(t, ts.URL+"/live/ll/v/1.1.m4s"); r.StatusCode != http.StatusOK || !bytes.Equal(b, chunkOf(1, 1, 1000).Data) {
 		t.Errorf("part 1.1 in progress: status %d, %d bytes", r.StatusCode, len(b))
