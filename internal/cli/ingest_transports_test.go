@@ -49,6 +49,7 @@ func TestEveryTransportPlaysAnIngestedChannel(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	checkLLHLS(t, base+"/live/studio/master.m3u8") // the encoder's ~200 ms chunks make it low latency
 	ws := "ws" + strings.TrimPrefix(base, "http") + "/ws/studio"
 	mpd := base + "/live/studio/manifest.mpd"
 	cases := []struct{ transport, url string }{

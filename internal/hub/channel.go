@@ -43,11 +43,6 @@ type Channel struct {
 	changed chan struct{} // closed and replaced whenever a segment completes
 	ended   bool
 
-	// grew is closed and replaced whenever a chunk is stored, a segment completes or
-	// the channel ends, for readers that follow a segment in progress (Follow); only
-	// when one of them took it, so a channel nobody follows allocates nothing per chunk.
-	grew      chan struct{}
-	grewTaken bool
 	following atomic.Int64 // Follow calls in progress
 }
 
@@ -60,6 +55,11 @@ type liveTrack struct {
 	// chunkDur is the longest chunk of the track's newest segment that a source
 	// completed (ChunkDuration for channels that do not configure one).
 	chunkDur time.Duration
+	// grew is closed when a chunk of the track is stored, one of its segments
+	// completes or the channel ends, for readers that follow the track's edge (Follow,
+	// Edge); made only when a reader takes it (grewLocked), so a track nobody follows
+	// allocates nothing per chunk, and a reader wakes only for its own track.
+	grew chan struct{}
 }
 
 // entry is one stored segment. Its chunk list only grows, and only under the
@@ -137,7 +137,7 @@ func NewChannel(cfg ChannelConfig) (*Channel, error) {
 	c := &Channel{
 		name: info.Name, timeline: cfg.Timeline, delay: cfg.PresentationDelay, minBuffer: cfg.MinBufferTime, chunk: cfg.ChunkDuration,
 		od: cfg.OnDemand, now: now,
-		tracks: map[string]*liveTrack{}, subs: map[*Subscription]struct{}{}, changed: make(chan struct{}), grew: make(chan struct{}),
+		tracks: map[string]*liveTrack{}, subs: map[*Subscription]struct{}{}, changed: make(chan struct{}),
 	}
 	if c.delay == 0 {
 		c.delay = 2 * cfg.Timeline.SegmentDuration
@@ -397,7 +397,7 @@ func (c *Channel) AppendChunk(trackID string, n uint64, ch *media.Chunk, end boo
 		}
 		if k := len(lt.segs); k > 0 && !lt.segs[k-1].complete {
 			prev := lt.segs[k-1]
-			c.completeLocked(prev)
+			c.completeLocked(lt, prev)
 			lt.observeLocked(prev)
 			done = append(done, prev)
 			events = append(events, Event{Track: trackID, Number: prev.seg.Number, Index: len(prev.seg.Chunks), Last: true})
@@ -438,12 +438,16 @@ func (c *Channel) AppendChunk(trackID string, n uint64, ch *media.Chunk, end boo
 	e.seg.Chunks = append(e.seg.Chunks, ch)
 	e.seg.Duration += ch.Duration
 	e.seg.Size += int64(len(ch.Data))
-	c.signalLocked()
 	if end {
-		c.completeLocked(e)
+		c.completeLocked(lt, e)
 		lt.observeLocked(e)
 		done = append(done, e)
 	}
+	// Wake the track's readers only now that the segment's completion time is set:
+	// a reader woken earlier reads its clock before it can take the lock, and with
+	// that clock the completion would still lie ahead (it then slept on for good —
+	// a blocked LL-HLS reload timed out that way under load).
+	lt.signalLocked()
 	if e.told == len(e.seg.Chunks)-1 {
 		e.told++
 		events = append(events, Event{Track: trackID, Number: n, Index: len(e.seg.Chunks) - 1, Last: end, Chunk: ch})
@@ -469,7 +473,7 @@ func (c *Channel) EndSegment(trackID string, n uint64) error {
 		c.mu.Unlock()
 		return nil
 	}
-	c.completeLocked(e)
+	c.completeLocked(lt, e)
 	lt.observeLocked(e)
 	ev := Event{Track: trackID, Number: n, Index: len(e.seg.Chunks), Last: true}
 	c.pruneLocked(lt)
@@ -498,10 +502,10 @@ func (c *Channel) EndStream() {
 		return
 	}
 	c.ended = true
-	c.signalLocked()
 	for _, lt := range c.tracks {
+		lt.signalLocked()
 		if k := len(lt.segs); k > 0 && !lt.segs[k-1].complete && len(lt.segs[k-1].seg.Chunks) > 0 {
-			c.completeLocked(lt.segs[k-1])
+			c.completeLocked(lt, lt.segs[k-1])
 		}
 	}
 	subs := make([]*Subscription, 0, len(c.subs))
@@ -521,9 +525,10 @@ func (c *Channel) Ended() bool {
 	return c.ended
 }
 
-// completeLocked marks e complete at the source's schedule time (a looped channel's,
-// so every origin reports the same) or now, and wakes readers waiting for it.
-func (c *Channel) completeLocked(e *entry) {
+// completeLocked marks e, a segment of lt, complete at the source's schedule time (a
+// looped channel's, so every origin reports the same) or now, and wakes readers
+// waiting for it.
+func (c *Channel) completeLocked(lt *liveTrack, e *entry) {
 	e.complete = true
 	if c.od != nil {
 		e.at = c.od.AvailableAt(e.seg.Number)
@@ -532,15 +537,22 @@ func (c *Channel) completeLocked(e *entry) {
 	}
 	close(c.changed)
 	c.changed = make(chan struct{})
-	c.signalLocked()
+	lt.signalLocked()
 }
 
-// signalLocked wakes the readers following a segment (Follow).
-func (c *Channel) signalLocked() {
-	if c.grewTaken {
-		close(c.grew)
-		c.grew = make(chan struct{})
-		c.grewTaken = false
+// grewLocked is the channel the track's next growth closes, for a reader to wait on.
+func (lt *liveTrack) grewLocked() <-chan struct{} {
+	if lt.grew == nil {
+		lt.grew = make(chan struct{})
+	}
+	return lt.grew
+}
+
+// signalLocked wakes the readers following the track (Follow, Edge).
+func (lt *liveTrack) signalLocked() {
+	if lt.grew != nil {
+		close(lt.grew)
+		lt.grew = nil
 	}
 }
 
@@ -704,7 +716,7 @@ func (c *Channel) keepMade(lt *liveTrack, s *media.Segment) *media.Segment {
 		// A paced source is part-way through it: complete it with the made chunks
 		// (the same bytes), announcing nothing — the source will.
 		e.seg = media.Segment{SegmentRef: s.SegmentRef, Chunks: s.Chunks}
-		c.completeLocked(e)
+		c.completeLocked(lt, e)
 		c.mu.Unlock()
 		c.archiveAll(lt.track.ID, []*entry{e})
 		return &e.seg
@@ -714,7 +726,7 @@ func (c *Channel) keepMade(lt *liveTrack, s *media.Segment) *media.Segment {
 	lt.segs = append(lt.segs, nil)
 	copy(lt.segs[i+1:], lt.segs[i:])
 	lt.segs[i] = e
-	c.completeLocked(e)
+	c.completeLocked(lt, e)
 	c.pruneLocked(lt)
 	c.mu.Unlock()
 	c.archiveAll(lt.track.ID, []*entry{e})

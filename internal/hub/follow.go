@@ -45,8 +45,7 @@ func (c *Channel) Follow(ctx context.Context, trackID string, n uint64, wait tim
 	sent := 0
 	for {
 		c.mu.Lock()
-		grew := c.grew
-		c.grewTaken = true
+		grew := lt.grewLocked()
 		var chunks []*media.Chunk
 		complete := false
 		e := lt.find(n)

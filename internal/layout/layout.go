@@ -2,7 +2,8 @@
 //
 //	/vod/{asset}/manifest.mpd | manifest-timeline.mpd | master.m3u8
 //	/vod/{asset}/{track}/init.mp4 | playlist.m3u8 | {number}.m4s | t{time}.m4s
-//	/live/{channel}/...                the same for a live channel
+//	/live/{channel}/...                the same for a live channel, and
+//	/live/{channel}/{track}/{number}.{part}.m4s   an LL-HLS part of a segment
 //	/ws/{channel}, /ws/vod/{asset}     WebSocket push
 //
 // The relative names agree with the SegmentTemplates of the origin's MPDs
@@ -36,6 +37,7 @@ const (
 	KindPlaylist             // an HLS media playlist
 	KindInit                 // a track's init segment
 	KindSegment              // a media segment
+	KindPart                 // an LL-HLS part of a live media segment
 )
 
 func (k Kind) String() string {
@@ -50,6 +52,8 @@ func (k Kind) String() string {
 		return "init"
 	case KindSegment:
 		return "segment"
+	case KindPart:
+		return "part"
 	}
 	return "other"
 }
@@ -64,6 +68,7 @@ type Resource struct {
 	Number uint64 // segment by number
 	ByTime bool   // segment named t{time}.m4s
 	Time   uint64 // segment by time
+	Part   int    // part index (KindPart; Number is its segment)
 }
 
 // SegmentName is a media segment's file name: "{number}.m4s" or "t{time}.m4s".
@@ -136,6 +141,10 @@ func Parse(path string) Resource {
 			r.Kind, r.Number, r.ByTime, r.Time = KindSegment, sn.Number, sn.ByTime, sn.Time
 			return r
 		}
+		if n, part, err := ParsePartName(r.File); err == nil && r.Live {
+			r.Kind, r.Number, r.Part = KindPart, n, part
+			return r
+		}
 	}
 	return Resource{Kind: KindOther}
 }
@@ -172,6 +181,48 @@ func ParseSegmentName(file string) (SegmentName, error) {
 		sn.Number = v
 	}
 	return sn, nil
+}
+
+// MaxPart bounds a part index: parts of at least a millisecond in segments of at most
+// ten minutes (manifest.PartTarget makes them far longer).
+const MaxPart = 600_000
+
+// ParsePartName parses an LL-HLS part's file name, "{number}.{part}.m4s" (as
+// manifest.PartName makes it): decimal digits only, no sign, the part index at most
+// MaxPart. Anything else is a bad request.
+func ParsePartName(file string) (n uint64, part int, err error) {
+	base, ok := strings.CutSuffix(file, ".m4s")
+	num, idx, found := strings.Cut(base, ".")
+	if !ok || !found || !digits(num, 20) || !digits(idx, 6) {
+		return 0, 0, fmt.Errorf("%q is not a part name ({number}.{part}.m4s): %w", file, media.ErrBadRequest)
+	}
+	n, err = strconv.ParseUint(num, 10, 64)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%q is not a part name: segment number out of range: %w", file, media.ErrBadRequest)
+	}
+	part, _ = strconv.Atoi(idx)
+	if part > MaxPart {
+		return 0, 0, fmt.Errorf("%q is not a part name: part index over %d: %w", file, MaxPart, media.ErrBadRequest)
+	}
+	return n, part, nil
+}
+
+// digits reports 1 to max ASCII digits.
+func digits(s string, max int) bool {
+	if s == "" || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// Part is the path of part index of live segment n of a track.
+func Part(stream, track string, n uint64, index int) string {
+	return Base(true, stream) + track + "/" + strconv.FormatUint(n, 10) + "." + strconv.Itoa(index) + ".m4s"
 }
 
 // Base is the URL path of a stream's folder: "/live/NAME/" or "/vod/NAME/".

@@ -19,6 +19,12 @@ func TestParseAndBuildAgree(t *testing.T) {
 		{"/vod/clip/a1/playlist.m3u8", Resource{Kind: KindPlaylist, Stream: "clip", Track: "a1", File: Playlist}},
 		{"/vod/clip/v1/7.m4s", Resource{Kind: KindSegment, Stream: "clip", Track: "v1", File: "7.m4s", Number: 7}},
 		{"/live/ch/v1/t90000.m4s", Resource{Kind: KindSegment, Live: true, Stream: "ch", Track: "v1", File: "t90000.m4s", ByTime: true, Time: 90000}},
+		{"/live/ch/v1/7.3.m4s", Resource{Kind: KindPart, Live: true, Stream: "ch", Track: "v1", File: "7.3.m4s", Number: 7, Part: 3}},
+		{"/vod/clip/v1/7.3.m4s", Resource{Kind: KindOther}},
+		{"/live/ch/v1/7.-3.m4s", Resource{Kind: KindOther}},
+		{"/live/ch/v1/7.3.4.m4s", Resource{Kind: KindOther}},
+		{"/live/ch/v1/7.600001.m4s", Resource{Kind: KindOther}},
+		{"/live/ch/v1/.3.m4s", Resource{Kind: KindOther}},
 		{"/vod/clip/v1/-1.m4s", Resource{Kind: KindOther}},
 		{"/vod/clip/v1/+1.m4s", Resource{Kind: KindOther}},
 		{"/vod/clip/v1/99999999999999999999999.m4s", Resource{Kind: KindOther}},
@@ -35,6 +41,7 @@ func TestParseAndBuildAgree(t *testing.T) {
 		{TrackFile(true, "ch", "v1", Init), "/live/ch/v1/init.mp4"},
 		{Segment(true, "ch", "v1", 12), "/live/ch/v1/12.m4s"},
 		{SegmentAt(false, "clip", "a1", 96000), "/vod/clip/a1/t96000.m4s"},
+		{Part("ch", "v1", 12, 4), "/live/ch/v1/12.4.m4s"},
 		{WebSocket(true, "ch"), "/ws/ch"},
 		{WebSocket(false, "clip"), "/ws/vod/clip"},
 	} {
@@ -67,7 +74,7 @@ func TestParseAndBuildAgree(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{"/", "/vod/a/manifest.mpd", "/live/c/v/t1.m4s", "/vod/a/v/1.m4s", "/live//x", "/vod/a/b/c/d"} {
+	for _, s := range []string{"/", "/vod/a/manifest.mpd", "/live/c/v/t1.m4s", "/vod/a/v/1.m4s", "/live//x", "/vod/a/b/c/d", "/live/c/v/1.2.m4s", "/live/c/v/01.002.m4s"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, path string) {
@@ -80,6 +87,12 @@ func FuzzParse(f *testing.F) {
 				again = Segment(r.Live, r.Stream, r.Track, r.Number)
 			}
 			if p := Parse(again); p.Kind != KindSegment || p.Live != r.Live || p.Stream != r.Stream || p.Track != r.Track || p.Number != r.Number || p.ByTime != r.ByTime || p.Time != r.Time {
+				t.Errorf("%q parses to %+v, rebuilt %q parses differently", path, r, again)
+			}
+		}
+		if r.Kind == KindPart {
+			again := Part(r.Stream, r.Track, r.Number, r.Part)
+			if p := Parse(again); p.Kind != KindPart || !p.Live || p.Stream != r.Stream || p.Track != r.Track || p.Number != r.Number || p.Part != r.Part || r.Part < 0 || r.Part > MaxPart {
 				t.Errorf("%q parses to %+v, rebuilt %q parses differently", path, r, again)
 			}
 		}

@@ -82,6 +82,23 @@ type Presentation struct {
 	// origin serves a segment in progress chunk by chunk, and players are told so
 	// (see LowLatency). nil: segments are announced when complete.
 	LowLatency *LowLatency
+	// Edges, with LowLatency, make HLS media playlists LL-HLS: per track, the parts
+	// near the live edge (see Edge). A track without one gets a plain playlist.
+	Edges map[string]*Edge
+	// Skip asks for an LL-HLS delta update (_HLS_skip): the oldest segments are
+	// replaced by EXT-X-SKIP when the playlist is long enough to offer it.
+	Skip bool
+}
+
+// Edge is one track's LL-HLS live edge: the complete parts of its newest listed
+// segments and of the segment in progress (the one after the newest listed), oldest
+// first, and the part to come, which the playlist hints so a player asks for it
+// before it exists.
+type Edge struct {
+	Parts []Part
+	Hint  Part // Number and Index of the next part
+	// Period is the live period of the segment in progress (SegmentRef.Period).
+	Period uint32
 }
 
 // LowLatency is what a low-latency DASH MPD announces (DASH-IF "Low-latency Modes for
@@ -96,6 +113,8 @@ type LowLatency struct {
 	TargetLatency, MinLatency, MaxLatency time.Duration
 	// MinPlaybackRate and MaxPlaybackRate bound the rate a player may steer with.
 	MinPlaybackRate, MaxPlaybackRate float64
+	// PartTarget is the LL-HLS EXT-X-PART-INF:PART-TARGET: the longest part.
+	PartTarget time.Duration
 }
 
 // Low-latency defaults: three chunks in flight plus a margin for a request's round
@@ -124,6 +143,7 @@ func NewLowLatency(segment, chunk time.Duration) *LowLatency {
 		MaxLatency:      target + segment,
 		MinPlaybackRate: lowLatencyMinRate,
 		MaxPlaybackRate: lowLatencyMaxRate,
+		PartTarget:      PartTarget(chunk),
 	}
 }
 

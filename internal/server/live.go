@@ -178,6 +178,10 @@ func (s *Server) serveLiveManifest(w http.ResponseWriter, r *http.Request, name,
 		httperr.Write(w, fmt.Errorf("channel %q %s: %w", name, why, media.ErrNotYet))
 		return
 	}
+	if ll := lowLatency(c); ll != nil && track != "" && !pinned {
+		s.serveLowLatencyPlaylist(w, r, c, name, track, file, ll)
+		return
+	}
 	render := func(out io.Writer) error {
 		p, err := s.livePresentation(r, c, file, now)
 		if err != nil {
@@ -226,6 +230,10 @@ func (s *Server) handleLiveTrack(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.serveBytes(w, r, b, t.Kind, name+"/"+track, time.Time{})
+		return
+	}
+	if n, index, err := layout.ParsePartName(file); err == nil {
+		s.servePart(w, r, c, t, n, index)
 		return
 	}
 	sn, err := layout.ParseSegmentName(file)

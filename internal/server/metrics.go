@@ -26,6 +26,7 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	bytesOut *prometheus.CounterVec
 	conns    prometheus.Gauge
+	blocked  prometheus.Gauge // LL-HLS playlist reloads being held
 
 	perKind map[string]*kindMetrics // read-only after newMetrics: label handles per kind
 
@@ -40,7 +41,7 @@ type kindMetrics struct {
 }
 
 // kinds are every value kindOf returns.
-var kinds = []string{"manifest", "init", "segment", "api", "time", "metrics", "page"}
+var kinds = []string{"manifest", "init", "segment", "part", "api", "time", "metrics", "page"}
 
 func newMetrics(h *hub.Hub) *metrics {
 	m := &metrics{
@@ -54,13 +55,16 @@ func newMetrics(h *hub.Hub) *metrics {
 		conns: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "streambed_http_open_connections", Help: "Client connections currently open.",
 		}),
+		blocked: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "streambed_hls_blocked_reloads", Help: "LL-HLS blocking playlist reloads being held.",
+		}),
 		viewers: map[string]map[string]time.Time{},
 		perKind: map[string]*kindMetrics{},
 	}
 	for _, k := range kinds {
 		m.perKind[k] = &kindMetrics{bytes: m.bytesOut.WithLabelValues(k)}
 	}
-	m.reg.MustRegister(m.requests, m.bytesOut, m.conns, m, archiveCollector{h},
+	m.reg.MustRegister(m.requests, m.bytesOut, m.conns, m.blocked, m, archiveCollector{h},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -111,6 +115,8 @@ func kindOf(path string) string {
 		return "init"
 	case layout.KindSegment:
 		return "segment"
+	case layout.KindPart:
+		return "part"
 	}
 	switch {
 	case strings.HasPrefix(path, "/api/"):

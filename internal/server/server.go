@@ -30,7 +30,8 @@ type Server struct {
 	mux     *http.ServeMux
 	clock   func() time.Time
 
-	manifests sync.Map // cache key → []byte of rendered manifests (see manifestCache)
+	manifests sync.Map    // cache key → []byte of rendered manifests (see manifestCache)
+	watches   edgeWatches // LL-HLS blocking reloads held, per channel track
 
 	middleware []func(http.Handler) http.Handler // transports that wrap the origin (e.g. HTTP/2 push)
 	endpoints  []advertised                      // transports' endpoints listed in /api/streams

@@ -258,9 +258,9 @@ function play(s: StreamInfo, muted: boolean): void {
     // Absolute, since parts of dash.js (its CMCD reporter) parse request URLs without a base.
     const absolute = new URL(url, location.href).href;
     const segmentDurationS = s.segment_duration_ms ? s.segment_duration_ms / 1000 : null;
-    // Low-latency DASH is the $Number$ MPD of a channel made in short chunks; the
-    // SegmentTimeline MPD of the same channel is not.
-    const lowLatency = s.live && !!s.chunk_duration_ms && url === s.dash;
+    // Low-latency DASH is the $Number$ MPD of a channel made in short chunks (the
+    // SegmentTimeline MPD of the same channel is not); LL-HLS is its HLS playlists.
+    const lowLatency = s.live && !!s.chunk_duration_ms && (url === s.dash || url === s.hls);
     adapter.load({ url: absolute, live: s.live, liveDelaySegments, autoplay: true, segmentDurationS, lowLatency });
   } catch (err) {
     const msg = `${PLAYER_LABELS[playerKind]} failed to start: ${(err as Error).message}`;

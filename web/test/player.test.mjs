@@ -122,6 +122,39 @@ describe('player page on streambed serve', { timeout: 600_000 }, () => {
     });
   });
 
+  // LL-HLS on the pull path: hls.js in its low-latency mode plays demo-ll's media
+  // playlists, which list 200 ms parts (five one-frame chunks) with a preload hint, and
+  // reloads them with blocking requests (_HLS_msn/_HLS_part). hls.js must steer to the
+  // playlist's PART-HOLD-BACK (0.6 s), not the 4 s of two target durations it uses for
+  // a plain playlist (a defect if not), must fetch parts (the origin's part counter
+  // grows), and play ≥ 15 s with no stall below 3 s of latency (bars, as above).
+  test(`live channel ${LOW_LATENCY} (one-frame chunks) over LL-HLS with hls.js: ≥ 15 s, latency < 3 s, no stall`, { timeout: 150_000 }, async (t) => {
+    const s = find(true, LOW_LATENCY);
+    assert.ok(s.hls && s.chunk_duration_ms > 0, `/api/streams does not announce ${LOW_LATENCY} as low latency with HLS: ${JSON.stringify(s)}`);
+    const master = await (await fetch(`${server.baseURL}${s.hls}`)).text();
+    const first = master.split('\n').find((l) => l && !l.startsWith('#'));
+    const media = await (await fetch(new URL(first, `${server.baseURL}${s.hls}`))).text();
+    const hold = Number(media.match(/PART-HOLD-BACK=([0-9.]+)/)?.[1]);
+    assert.ok(hold > 0 && /#EXT-X-PART-INF:PART-TARGET=/.test(media) && /#EXT-X-PRELOAD-HINT:TYPE=PART,/.test(media),
+      `${first} of ${s.hls} is not LL-HLS:\n${media}`);
+    const parts = async () => {
+      const m = (await (await fetch(`${server.baseURL}/metrics`)).text()).match(/^streambed_http_requests_total\{kind="part",status="200"\} (\d+)/m);
+      return m ? Number(m[1]) : 0;
+    };
+    const before = await parts();
+    await lowLatencyPlayback(t, s, {
+      player: 'hlsjs', maxLatencyS: 2.999,
+      check: (r) => {
+        const got = r.last.targetLatencyS;
+        assert.ok(got != null && Math.abs(got - hold) < 0.25,
+          `hls.js steers to ${got} s, not the playlist's PART-HOLD-BACK ${hold} s: not in low-latency mode`);
+      },
+    });
+    const fetched = (await parts()) - before;
+    t.diagnostic(`parts fetched: ${fetched}`);
+    assert.ok(fetched >= 15 * 5, `hls.js fetched ${fetched} parts in ≥ 15 s of playback (5 a second expected): it did not play the parts`);
+  });
+
   // Plays a low-latency channel at most maxLatencyS behind the live edge (median, 90th
   // percentile and final sample) for ≥ 15 s with no stall after start-up, then runs
   // check on the result (defects). The limit is a wall-clock bar: a starved browser

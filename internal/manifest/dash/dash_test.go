@@ -573,10 +573,10 @@ func TestNewLowLatency(t *testing.T) {
 		ato            time.Duration
 	}{
 		{2 * time.Second, 40 * time.Millisecond, &manifest.LowLatency{ChunkDuration: 40 * time.Millisecond, TargetLatency: 1120 * time.Millisecond,
-			MinLatency: 620 * time.Millisecond, MaxLatency: 3120 * time.Millisecond, MinPlaybackRate: 0.96, MaxPlaybackRate: 1.04}, 1960 * time.Millisecond},
+			MinLatency: 620 * time.Millisecond, MaxLatency: 3120 * time.Millisecond, MinPlaybackRate: 0.96, MaxPlaybackRate: 1.04, PartTarget: 200 * time.Millisecond}, 1960 * time.Millisecond},
 		// Two AAC frames at 48 kHz: the offset is rounded down to the millisecond.
 		{2 * time.Second, 42666667 * time.Nanosecond, &manifest.LowLatency{ChunkDuration: 42666667 * time.Nanosecond, TargetLatency: 1128 * time.Millisecond,
-			MinLatency: 628 * time.Millisecond, MaxLatency: 3128 * time.Millisecond, MinPlaybackRate: 0.96, MaxPlaybackRate: 1.04}, 1957 * time.Millisecond},
+			MinLatency: 628 * time.Millisecond, MaxLatency: 3128 * time.Millisecond, MinPlaybackRate: 0.96, MaxPlaybackRate: 1.04, PartTarget: 200 * time.Millisecond}, 1957 * time.Millisecond},
 		{2 * time.Second, 2 * time.Second, nil, 0},
 		{2 * time.Second, 3 * time.Second, nil, 0},
 		{2 * time.Second, 0, nil, 0},

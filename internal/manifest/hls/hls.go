@@ -206,10 +206,16 @@ func RenderMedia(w io.Writer, p *manifest.Presentation, trackID string) error {
 		return fmt.Errorf("hls: track %q: %w", t.ID, err)
 	}
 
+	target := targetDuration(t, segs, p.SegmentDuration())
+	ll, err := newLowLatencyPlaylist(p, t, playlist, segs, target)
+	if err != nil {
+		return fmt.Errorf("hls: track %q: %w", t.ID, err)
+	}
 	var b bytes.Buffer
 	b.WriteString("#EXTM3U\n")
-	fmt.Fprintf(&b, "#EXT-X-VERSION:%d\n", Version)
-	fmt.Fprintf(&b, "#EXT-X-TARGETDURATION:%d\n", targetDuration(t, segs, p.SegmentDuration()))
+	fmt.Fprintf(&b, "#EXT-X-VERSION:%d\n", ll.version())
+	fmt.Fprintf(&b, "#EXT-X-TARGETDURATION:%d\n", target)
+	ll.writeHeader(&b)
 	fmt.Fprintf(&b, "#EXT-X-MEDIA-SEQUENCE:%d\n", segs[0].Number)
 	if segs[0].Period > 0 {
 		fmt.Fprintf(&b, "#EXT-X-DISCONTINUITY-SEQUENCE:%d\n", segs[0].Period)
@@ -219,7 +225,12 @@ func RenderMedia(w io.Writer, p *manifest.Presentation, trackID string) error {
 	}
 	b.WriteString("#EXT-X-INDEPENDENT-SEGMENTS\n")
 	fmt.Fprintf(&b, "#EXT-X-MAP:URI=%s\n", quote(initURI))
-	for i, s := range segs {
+	skip := ll.skipped()
+	if skip > 0 {
+		fmt.Fprintf(&b, "#EXT-X-SKIP:SKIPPED-SEGMENTS=%d\n", skip)
+	}
+	for i, s := range segs[skip:] {
+		i += skip
 		vals.Number, vals.Time = s.Number, s.Start
 		if i > 0 && s.Period != segs[i-1].Period {
 			b.WriteString("#EXT-X-DISCONTINUITY\n")
@@ -232,7 +243,12 @@ func RenderMedia(w io.Writer, p *manifest.Presentation, trackID string) error {
 			pdt := p.Timeline.AvailabilityStart.Add(t.Duration(s.Start))
 			fmt.Fprintf(&b, "#EXT-X-PROGRAM-DATE-TIME:%s\n", formatDateTime(pdt))
 		}
+		ll.writeParts(&b, s.Number, uri)
 		fmt.Fprintf(&b, "#EXTINF:%s,\n%s\n", formatSeconds(s.Duration, t.Timescale), uri)
+		ll.wrote(uri)
+	}
+	if err := ll.writeTail(&b); err != nil {
+		return fmt.Errorf("hls: track %q: %w", t.ID, err)
 	}
 	if !p.Live {
 		b.WriteString("#EXT-X-ENDLIST\n")

@@ -180,7 +180,7 @@ func (p *Pusher) serve(w http.ResponseWriter, r *http.Request, next http.Handler
 // plan works out the strategy and the push set of a request.
 func (p *Pusher) plan(r *http.Request, key connKey, h2 bool) (*plan, error) {
 	pl := &plan{trigger: layout.Parse(r.URL.Path)}
-	if pl.trigger.Kind == layout.KindOther || pl.trigger.Kind == layout.KindPlaylist {
+	if pl.trigger.Kind == layout.KindOther || pl.trigger.Kind == layout.KindPlaylist || pl.trigger.Kind == layout.KindPart {
 		return pl, nil // nothing pushes from these, and ?push= is not theirs to judge
 	}
 	q := r.URL.Query()

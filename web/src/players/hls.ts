@@ -24,6 +24,10 @@ export class HlsAdapter implements PlayerAdapter {
     this.live = opts.live;
     const hls = new Hls({
       ...(opts.liveDelaySegments != null ? { liveSyncDurationCount: opts.liveDelaySegments } : {}),
+      // LL-HLS: parts, blocking playlist reloads and the playlist's PART-HOLD-BACK as
+      // the target latency (hls.js's default, said here so it does not depend on one).
+      // A plain playlist has no parts, so the mode changes nothing there.
+      ...(opts.lowLatency ? { lowLatencyMode: true } : {}),
       // Drift back to the target latency by playing up to 10% faster, as dash.js does
       // in its catch-up mode, instead of staying as far behind as start-up left us.
       maxLiveSyncPlaybackRate: 1.1,

@@ -34,9 +34,10 @@ export interface LoadOptions {
   /** The stream's segment duration in seconds, when the catalogue says it (WebSocket
    * push needs it to start `delay` segments behind the edge). */
   segmentDurationS?: number | null;
-  /** The manifest is low-latency DASH (a live channel served chunk by chunk as it is
-   * made): the player follows the origin's ServiceDescription (target latency,
-   * playback rates) instead of its own catch-up settings. */
+  /** The manifest is low-latency DASH or LL-HLS (a live channel served chunk by chunk
+   * as it is made): dash.js follows the origin's ServiceDescription (target latency,
+   * playback rates) instead of its own catch-up settings, hls.js runs in its
+   * low-latency mode (parts, blocking reloads, PART-HOLD-BACK). */
   lowLatency?: boolean;
 }
 
