@@ -13,6 +13,9 @@
 #   make web-screenshot  docs/screenshots/player.png from a running server (WEB_URL).
 #   make web-latency     WebSocket push latency in the browser on loopback, as JSON in
 #                        docs/results/wspush-latency/ (scripts/wspush-latency.mjs).
+#   make web-latency-all the latency of WebSocket push, LL-DASH (dash.js) and LL-HLS
+#                        (hls.js) in the browser on loopback, 60 s each, as JSON in
+#                        docs/results/latency/ (scripts/latency.mjs).
 #   make web-deps        apt-get install what is missing: nodejs, npm, chromium, ffmpeg.
 #   make web-clean       remove the build output (web/dist except README.txt).
 #
@@ -40,7 +43,7 @@ WEB_NODE_MIN := 20
 WEB_NODE_CHECK = @node -e 'process.exit(+process.versions.node.split(".")[0] >= $(WEB_NODE_MIN) ? 0 : 1)' 2>/dev/null || \
 	{ echo "web: Node.js $(WEB_NODE_MIN) or later needed, found $$(node --version 2>/dev/null || echo none) (Debian 13 has 20; or https://nodejs.org)" >&2; exit 1; }
 
-.PHONY: web web-deps web-test web-typecheck web-screenshot web-latency web-clean
+.PHONY: web web-deps web-test web-typecheck web-screenshot web-latency web-latency-all web-clean
 
 web: $(WEB_DIST)
 
@@ -68,6 +71,9 @@ web-screenshot: web
 
 web-latency: web $(WEB_TEST_DEPS)
 	STREAMBED_BIN='$(STREAMBED_BIN)' STREAMBED_TEST_ASSETS='$(STREAMBED_TEST_ASSETS)' node web/scripts/wspush-latency.mjs
+
+web-latency-all: web $(WEB_TEST_DEPS)
+	STREAMBED_BIN='$(STREAMBED_BIN)' STREAMBED_TEST_ASSETS='$(STREAMBED_TEST_ASSETS)' node web/scripts/latency.mjs
 
 web-deps:
 	@missing=""; \

@@ -58,8 +58,8 @@ type Play struct {
 	// Chunk cuts the live channel's segments into chunks of this duration (low-latency
 	// DASH on its $Number$ MPD, push chunk by chunk); 0: one chunk per segment.
 	Chunk Duration `yaml:"chunk"`
-	ABR      string   `yaml:"abr"`      // throughput, bba, bola, fixed:TRACK
-	Args     []string `yaml:"args"`     // more `streambed play` flags
+	ABR   string   `yaml:"abr"`  // throughput, bba, bola, fixed:TRACK
+	Args  []string `yaml:"args"` // more `streambed play` flags
 	// Timeout bounds one run (default: duration + 2 min).
 	Timeout Duration `yaml:"timeout"`
 }
