@@ -7,7 +7,7 @@
 //   node web/scripts/latency.mjs [OUT.json] [SECONDS] [RUNS]
 //   make web-latency-all    (OUT docs/results/latency/browser-DATE.json, 60 s, 2 runs)
 //
-// Environment as the browser tests: STREAMBED_BIN, STREAMBED_TEST_ASSETS (the asset
+// PLAYERS=wspush,dashjs,hlsjs picks the players. Environment as the browser tests: STREAMBED_BIN, STREAMBED_TEST_ASSETS (the asset
 // "demo" looped as channel "ll", chunk 40 ms), CHROMIUM_PATH. Latency is the page's:
 // the origin's clock (GET /time, the UTCTiming source) minus the wall time of the
 // playhead, the same definition for every player. The first quarter of each run is
@@ -25,7 +25,7 @@ const stamp = new Date().toISOString().slice(0, 16).replace(':', '') + 'Z';
 const [out = resolve(REPO_ROOT, `docs/results/latency/browser-${stamp}.json`), secondsArg = '60', runsArg = '2'] = process.argv.slice(2);
 const seconds = Number(secondsArg);
 const runs = Number(runsArg);
-const players = ['wspush', 'dashjs', 'hlsjs'];
+const players = (process.env.PLAYERS || 'wspush,dashjs,hlsjs').split(',');
 const channel = 'll=demo,dvr=60s,chunk=40ms';
 
 const git = (...a) => { try { return execFileSync('git', ['-C', REPO_ROOT, ...a], { encoding: 'utf8' }).trim(); } catch { return null; } };

@@ -18,10 +18,10 @@ const FLAG_END = 0x20;
 
 const TICK_MS = 250;
 /** Live: the least latency aimed for, seconds (one-frame chunks allow it). */
-export const MIN_TARGET_LATENCY_S = 1.0;
+export const MIN_TARGET_LATENCY_S = 0.5;
 /** Live: the target stays this far above the duration of one chunk, so the next chunk
  * arrives while this much media is still buffered. */
-const CHUNK_MARGIN_S = 0.75;
+const CHUNK_MARGIN_S = 0.4;
 /** Live: and this far above the largest lag of the received edge behind the live
  * edge over EDGE_WINDOW_MS (slow delivery raises the target instead of stalling). */
 const EDGE_MARGIN_S = 0.5;
