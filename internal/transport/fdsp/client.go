@@ -46,15 +46,15 @@ type Stats struct {
 	BP  float64 `json:"bp"`
 	BPs []int   `json:"bps"`
 	// PLR is the share of the stream's packets lost: UDP packets lost or later than
-	// their access unit's deadline, over all packets (UDP ones, and the TCP part
-	// counted in MaxPayload-byte packets, which are never lost). UDPLoss is the
-	// same count over UDP packets only.
+	// their access unit's deadline, over the packets the video makes when all of it
+	// goes over UDP (Packets, the same in every mode; TCP loses none). UDPLoss is
+	// the same count over the UDP packets actually sent.
 	PLR      float64 `json:"plr"`
 	UDPLoss  float64 `json:"udp_loss"`
 	Lost     int     `json:"lost_packets"`
 	Late     int     `json:"late_packets"` // of Lost, arrived after the deadline
 	Expected int     `json:"udp_packets"`
-	Packets  int     `json:"packets"` // UDP + TCP-equivalent
+	Packets  int     `json:"packets"` // the video as pure UDP packets
 	Dups     int     `json:"duplicate_packets"`
 	Rejected int     `json:"rejected_datagrams"` // not this session's, or malformed
 	// Rebuffering: a substream's TCP part not complete at its first access unit's

@@ -140,7 +140,7 @@ func (c *client) playSubstream(ctx context.Context, s *rxSub, deadline func(uint
 		expected += int(a.UDPPackets)
 		c.stats.Lost += miss
 		c.stats.Expected += int(a.UDPPackets)
-		c.stats.Packets += int(a.UDPPackets) + tcpPackets(a)
+		c.stats.Packets += udpPackets(a)
 		c.stats.AUs++
 		c.stats.PlayedS += float64(a.Duration) / 90000
 		if whole {

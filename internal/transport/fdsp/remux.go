@@ -33,12 +33,13 @@ func assemble(a AU, frags map[uint16]Fragment) (nals [][]byte, got int, whole bo
 	return nals, got, whole
 }
 
-// tcpPackets is the TCP part of an access unit counted in MaxPayload-byte packets:
-// the packets it would have been on UDP, none of which can be lost.
-func tcpPackets(a AU) int {
+// udpPackets is how many RTP packets an access unit makes when all of it goes over
+// UDP (pure UDP's count): the one denominator of PLR in every mode, so PLRs compare
+// as shares of the same stream.
+func udpPackets(a AU) int {
 	n := 0
 	for _, p := range a.NALs {
-		n += (len(p.Critical) + MaxPayload - 1) / MaxPayload
+		n += (int(p.Size) + MaxPayload - 1) / MaxPayload
 	}
 	return n
 }
