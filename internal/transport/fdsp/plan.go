@@ -15,6 +15,12 @@ type plannedAU struct {
 // the critical prefix (all of it under ModeTCP, none under ModeUDP, avc's split at
 // bp under ModeFDSP) into the AU map, the rest into RTP packets numbered from 0.
 func plan(ss *substream, ps *avc.ParameterSets, mode Mode, bp int, ssrc uint32) (Substream, []plannedAU) {
+	switch mode { // the BP in effect: the baselines carry all or none of the I-frames on TCP
+	case ModeTCP:
+		bp = 100
+	case ModeUDP:
+		bp = 0
+	}
 	hdr := Substream{Index: ss.index, BP: uint8(bp), AUs: uint32(len(ss.aus)), FirstDTS: ss.firstDTS, Duration: ss.dur, Params: ss.params}
 	out := make([]plannedAU, len(ss.aus))
 	var seq uint16
