@@ -3,6 +3,7 @@ package fdsp
 import (
 	"bytes"
 	"context"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/streambed/streambed/internal/avc"
 	"github.com/streambed/streambed/internal/hub"
 	"github.com/streambed/streambed/internal/testmedia"
 )
@@ -69,4 +71,60 @@ func ffmpegFrames(t testing.TB, stream []byte) (int, string) {
 	}
 	n, _ := strconv.Atoi(string(m[len(m)-1][1]))
 	return n, string(bytes.TrimSpace(out))
+}
+
+// referenceStream is what the server sends, whole, as the client writes it:
+// Annex-B with the parameter sets before each substream.
+func referenceStream(t testing.TB, h *hub.Hub, name string, substream time.Duration) []byte {
+	t.Helper()
+	st, err := h.Stream(name, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := newMediaReader(st, "", substream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b []byte
+	for {
+		ss, err := rd.Next(context.Background())
+		if err != nil {
+			return b
+		}
+		for _, p := range ss.params {
+			b = avc.AppendAnnexB(b, p)
+		}
+		for _, a := range ss.aus {
+			for _, n := range a.nals {
+				b = avc.AppendAnnexB(b, n)
+			}
+		}
+	}
+}
+
+// ffmpegPSNR is FFmpeg's average PSNR (dB) of a received stream against the sent
+// one, frame by frame in decoding order (so only meaningful when both decode to the
+// same number of frames).
+func ffmpegPSNR(t testing.TB, rx, ref []byte) float64 {
+	t.Helper()
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "rx.h264"), filepath.Join(dir, "ref.h264")
+	_ = os.WriteFile(a, rx, 0o644)
+	_ = os.WriteFile(b, ref, 0o644)
+	out, err := exec.Command("ffmpeg", "-hide_banner", "-nostats", "-f", "h264", "-i", a, "-f", "h264", "-i", b, "-lavfi", "[0:v][1:v]psnr", "-f", "null", "-").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ffmpeg psnr: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`average:(\S+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("no PSNR in ffmpeg's output:\n%s", out)
+	}
+	if string(m[1]) == "inf" {
+		return math.Inf(1)
+	}
+	v, err := strconv.ParseFloat(string(m[1]), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

@@ -44,6 +44,7 @@ func TestNetemLossUDPvsFDSP(t *testing.T) {
 	}
 	h := hub.New()
 	h.AddAsset(a)
+	ref := referenceStream(t, h, "asset", 2*time.Second)
 
 	link := netem.Impairment{Delay: netem.Duration(10 * time.Millisecond), Loss: netem.Bernoulli(10)}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -109,6 +110,11 @@ func TestNetemLossUDPvsFDSP(t *testing.T) {
 		}
 		if mode == ModeFDSP && (r.st.Decodable != 1 || frames != r.st.AUs) {
 			t.Fatalf("FDSP BP 100: decodable %.3f, %d frames of %d:\n%s", r.st.Decodable, frames, r.st.AUs, log)
+		}
+		if frames == r.st.AUs { // frame for frame against the sent stream
+			t.Logf("%v: PSNR %.2f dB against the sent video", mode, ffmpegPSNR(t, r.out.Bytes(), ref))
+		} else {
+			t.Logf("%v: no PSNR: FFmpeg decoded %d fewer frames than access units, so frames do not pair up in raw H.264", mode, r.st.AUs-frames)
 		}
 	}
 	udp, fdsp := runs[ModeUDP].st, runs[ModeFDSP].st
