@@ -34,6 +34,9 @@ type Options struct {
 	Substream    time.Duration // default 10 s
 	WriteTimeout time.Duration // a TCP write stalled this long ends the connection (default 10 s)
 	ResumeWindow time.Duration // a session whose TCP path dropped waits this long for a resume (default 30 s)
+	// Listen makes the TCP listener (the lab's, with a congestion control of its
+	// choice); default net.Listen.
+	Listen func(network, addr string) (net.Listener, error)
 	Logger       *slog.Logger
 }
 
@@ -76,7 +79,11 @@ type Server struct {
 
 // NewServer listens on the TCP and UDP addresses.
 func NewServer(h *hub.Hub, tcpAddr, udpAddr string, o Options) (*Server, error) {
-	ln, err := net.Listen("tcp", tcpAddr)
+	listen := o.Listen
+	if listen == nil {
+		listen = net.Listen
+	}
+	ln, err := listen("tcp", tcpAddr)
 	if err != nil {
 		return nil, fmt.Errorf("fdsp: %w", err)
 	}
