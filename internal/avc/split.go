@@ -63,3 +63,21 @@ func (p *ParameterSets) Split(nal []byte, bp int) (int, error) {
 	data := len(nal) - s.HeaderSize
 	return s.HeaderSize + (data*bp+99)/100, nil
 }
+
+// HeaderComplete reports whether a slice NAL unit that may have been cut short
+// (its UDP part lost) still holds its whole slice header, so a decoder can place
+// the slice and conceal what is missing. A sentinel byte tells a header that ends
+// exactly at the cut from one the cut went through: mp4ff counts bytes read and
+// stops at the end without saying so.
+func (p *ParameterSets) HeaderComplete(nal []byte) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	if !Type(nal).IsSlice() || len(nal) < 2 {
+		return false
+	}
+	h, err := mp4avc.ParseSliceHeader(append(nal[:len(nal):len(nal)], 0), p.sps, p.pps)
+	return err == nil && int(h.Size) <= len(nal)
+}

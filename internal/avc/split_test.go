@@ -80,6 +80,9 @@ func TestSplitRealX264(t *testing.T) {
 					if err != nil {
 						t.Fatalf("header from the TCP part alone: %v", err)
 					}
+					if !ps.HeaderComplete(n[:s.HeaderSize]) || ps.HeaderComplete(n[:s.HeaderSize-1]) {
+						t.Fatalf("HeaderComplete wrong at the header's end (%d bytes)", s.HeaderSize)
+					}
 					if *head != *full {
 						t.Fatalf("header from the TCP part differs:\n%+v\n%+v", head, full)
 					}

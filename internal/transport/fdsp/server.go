@@ -37,7 +37,7 @@ type Options struct {
 	// Listen makes the TCP listener (the lab's, with a congestion control of its
 	// choice); default net.Listen.
 	Listen func(network, addr string) (net.Listener, error)
-	Logger       *slog.Logger
+	Logger *slog.Logger
 }
 
 func (o Options) withDefaults() Options {
