@@ -22,6 +22,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -184,11 +185,11 @@ func runRTT(h *hub.Hub, rtt, sub time.Duration, cc, only string) ([]Row, error) 
 		if v.Name == "tcp" {
 			ref = vid.Bytes()
 		}
-		if ref != nil && row.Frames == frames(ref) && row.Frames > 0 {
-			p := psnr(vid.Bytes(), ref)
-			row.PSNR = p
+		if v.Name != "tcp" && ref != nil && row.Frames == frames(ref) && row.Frames > 0 {
+			row.PSNR = psnr(vid.Bytes(), ref)
 		}
-		log.Printf("  rebuffer %.0f ms in %d, PLR %.4f, decodable %.3f, frames %d/%d", row.RebufferMS, row.RebufferCount, row.PLR, row.Decodable, row.Frames, row.AUs)
+		log.Printf("  BP %.0f %v, rebuffer %.0f ms in %d, PLR %.4f (lost %d of %d), decodable %.3f, frames %d/%d",
+			row.BP, st.BPs, row.RebufferMS, row.RebufferCount, row.PLR, st.Lost, st.Packets, row.Decodable, row.Frames, row.AUs)
 		rows = append(rows, row)
 	}
 	return rows, nil
@@ -228,8 +229,8 @@ func psnr(rx, ref []byte) *float64 {
 		return nil
 	}
 	v, err := strconv.ParseFloat(string(m[1]), 64)
-	if err != nil {
-		v = 99 // inf: identical
+	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
+		v = 100 // identical to the reference (FFmpeg says inf)
 	}
 	return &v
 }

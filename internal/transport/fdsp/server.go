@@ -210,6 +210,11 @@ func Attach(ctx context.Context, host transport.Host, cfg Config) (*Server, erro
 		}
 		return base + "/" + kind + "/" + st.Info().Name
 	})
+	for _, c := range s.collectors() {
+		if err := host.RegisterMetrics(c); err != nil {
+			host.Log().Warn("FDSP metrics are not on /metrics", "err", err)
+		}
+	}
 	host.Supervise("fdsp", s.Serve)
 	return s, nil
 }
