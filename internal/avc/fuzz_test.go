@@ -46,6 +46,7 @@ func FuzzSample(f *testing.F) {
 			if err == nil && (k < 1 || k > len(n)) {
 				t.Fatalf("split at %d of %d", k, len(n))
 			}
+			_ = ps.HeaderComplete(n[:len(n)/2])
 		}
 	})
 }
