@@ -125,7 +125,7 @@ func Play(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		*transport = defaultTransport(u)
 	}
 	if isFDSP(*transport) {
-		return playFDSP(ctx, u, *transport, fdspFlags, fdspRun{Duration: *duration, JSON: *asJSON, Insecure: *insecure, Quiet: *quiet}, stdout, stderr)
+		return playFDSP(ctx, u, *transport, fdspFlags, fdspRun{Duration: *duration, JSON: *asJSON, Insecure: *insecure, Quiet: *quiet, Sample: *sampleEvery, NoSamples: *noSamples}, stdout, stderr)
 	}
 	rule, err := abr.Parse(*abrSpec)
 	if err != nil {

@@ -44,6 +44,9 @@ type fdspRun struct {
 	JSON     bool
 	Insecure bool
 	Quiet    bool
+	// Sample is --sample-interval; NoSamples --no-samples.
+	Sample    time.Duration
+	NoSamples bool
 }
 
 // fdspReport is the QoE report every transport gives, with FDSP's keys on top.
@@ -94,7 +97,7 @@ func playFDSP(ctx context.Context, u *url.URL, transport string, f fdspFlags, ru
 		defer os.Remove(file.Name())
 		out = file
 	}
-	opts := fdsp.ClientOptions{Addr: ep.Addr, Stream: ep.Stream, Mode: mode, BP: bp, PlayoutDelay: *f.playoutDelay, Duration: run.Duration, Output: out}
+	opts := fdsp.ClientOptions{Addr: ep.Addr, Stream: ep.Stream, Mode: mode, BP: bp, PlayoutDelay: *f.playoutDelay, Duration: run.Duration, Output: out, SampleInterval: run.Sample}
 	if !run.Quiet {
 		opts.Progress = func(s fdsp.Stats) {
 			fmt.Fprintf(stderr, "fdsp %s: substream %d  played %.1fs  bp %v  lost %d/%d  rebuffer %d (%.0f ms)\n",
@@ -112,6 +115,10 @@ func playFDSP(ctx context.Context, u *url.URL, transport string, f fdspFlags, ru
 		}
 	}
 	rep := fdspReport{Report: fdspQoE(u, transport, st, runErr), BP: st.BP, PLR: st.PLR, RebufferMS: st.RebufferMS, RebufferCount: st.RebufferCount, Decodable: st.Decodable, FDSP: st}
+	rep.FDSP.Samples = nil // once, in the report's own samples
+	if run.NoSamples {
+		rep.Samples = nil
+	}
 	if run.JSON {
 		enc := json.NewEncoder(report)
 		enc.SetIndent("", "  ")
@@ -136,6 +143,9 @@ func fdspQoE(u *url.URL, transport string, st fdsp.Stats, err error) qoe.Report 
 	}
 	if err != nil {
 		r.Error = err.Error()
+	}
+	for _, x := range st.Samples {
+		r.Samples = append(r.Samples, qoe.Sample{T: x.T, BufferS: x.BufferS, State: x.State})
 	}
 	if st.Substreams > 0 {
 		startup := st.StartupMS

@@ -57,6 +57,9 @@ func TestPlayFDSP(t *testing.T) {
 					t.Errorf("key %s missing", k)
 				}
 			}
+			if samples, _ := rep["samples"].([]any); len(samples) < 5 {
+				t.Errorf("%d samples in 8 s", len(samples))
+			}
 			if rep["transport"] != tr || rep["end_reason"] != "ended" || rep["decodable"] != 1.0 || rep["plr"] != 0.0 || rep["rebuffer_count"] != 1.0 {
 				t.Fatalf("report %s", out.String())
 			}

@@ -36,7 +36,9 @@ type ClientOptions struct {
 	Reconnects int
 	// Progress, if set, is called after each substream with the stats so far.
 	Progress func(Stats)
-	Logger   *slog.Logger
+	// SampleInterval is the period of Stats.Samples (0: 1 s; negative: none).
+	SampleInterval time.Duration
+	Logger         *slog.Logger
 }
 
 // Stats is what a client session measured.
@@ -77,6 +79,16 @@ type Stats struct {
 	PlayedS      float64 `json:"played_s"`
 	SessionS     float64 `json:"session_s"`
 	EndReason    string  `json:"end_reason"`
+	// Samples is the buffer over time: media whose TCP part is complete, ahead of the
+	// playhead, every SampleInterval.
+	Samples []Sample `json:"samples"`
+}
+
+// Sample is one point of the buffer time series.
+type Sample struct {
+	T       float64 `json:"t"`        // session seconds
+	BufferS float64 `json:"buffer_s"` // media seconds ready to play (TCP part complete) ahead of the playhead
+	State   string  `json:"state"`    // startup, playing, stalled
 }
 
 // rxSub is one substream as it arrives.
@@ -108,6 +120,9 @@ type client struct {
 	bpSum    int
 	ps       *avc.ParameterSets
 	psParams string
+	state    string // startup, playing, stalled
+	dts0     int64  // first substream's first DTS (90 kHz), -1 before
+	readyEnd uint64 // end (90 kHz) of the newest substream whose TCP part is complete
 }
 
 // Play runs a client session to the end of the stream, Duration, a fatal error or
@@ -133,7 +148,7 @@ func Play(ctx context.Context, o ClientOptions) (Stats, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &client{opts: o, log: o.Logger, start: time.Now(), changed: make(chan struct{}), subs: map[uint32]*rxSub{}, maxSeen: -1}
+	c := &client{opts: o, log: o.Logger, start: time.Now(), changed: make(chan struct{}), subs: map[uint32]*rxSub{}, maxSeen: -1, state: "startup", dts0: -1}
 	c.stats.Mode = o.Mode.String()
 	if o.Duration > 0 {
 		var cancel context.CancelFunc
@@ -168,6 +183,10 @@ func Play(ctx context.Context, o ClientOptions) (Stats, error) {
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); c.readTCP(ctx, conn, br) }()
+	if o.SampleInterval >= 0 {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.sample(ctx) }()
+	}
 	err = c.play(ctx)
 	cancel()
 	c.mu.Lock()
@@ -372,6 +391,10 @@ func (c *client) readFrames(br *bufio.Reader) error {
 			i, perr := parseU32(p)
 			if err = perr; err == nil && cur != nil && i == cur.hdr.Index && len(cur.aus) == int(cur.hdr.AUs) {
 				cur.complete, cur.doneAt = true, time.Now()
+				if c.dts0 < 0 {
+					c.dts0 = int64(cur.hdr.FirstDTS)
+				}
+				c.readyEnd = max(c.readyEnd, cur.hdr.FirstDTS+uint64(cur.hdr.Duration))
 				c.notify()
 			}
 			cur = nil
@@ -424,6 +447,30 @@ func (c *client) readUDP(u net.Conn) {
 				}
 			}
 		}
+		c.mu.Unlock()
+	}
+}
+
+// sample records the buffer every SampleInterval until ctx ends.
+func (c *client) sample(ctx context.Context) {
+	every := c.opts.SampleInterval
+	if every == 0 {
+		every = time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		c.mu.Lock()
+		buf := 0.0
+		if c.dts0 >= 0 {
+			buf = max(0, float64(int64(c.readyEnd)-c.dts0)/90000-c.stats.PlayedS)
+		}
+		c.stats.Samples = append(c.stats.Samples, Sample{T: time.Since(c.start).Seconds(), BufferS: buf, State: c.state})
 		c.mu.Unlock()
 	}
 }

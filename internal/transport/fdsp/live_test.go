@@ -36,7 +36,11 @@ func TestLiveChannel(t *testing.T) {
 	t.Cleanup(h.Close)
 	s := startServer(t, h, Options{Substream: 2 * time.Second})
 	var out bytes.Buffer
-	st, err := Play(context.Background(), ClientOptions{Addr: s.Addr().String(), Stream: "live/live", Mode: ModeFDSP, BP: 50, Output: &out, Duration: 7 * time.Second})
+	st, err := Play(context.Background(), ClientOptions{Addr: s.Addr().String(), Stream: "live/live", Mode: ModeFDSP, BP: 50, Output: &out, Duration: 7 * time.Second,
+		// Each substream's TCP part completes as the channel makes its last segment,
+		// about as its media time passes: a playout delay well above that keeps a
+		// loaded machine (the race detector, CI) from turning it into rebuffering.
+		PlayoutDelay: 1500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

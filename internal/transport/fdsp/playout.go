@@ -22,10 +22,14 @@ func (c *client) play(ctx context.Context) error {
 		return anchor.Add(c.opts.PlayoutDelay + ticks90(dts-dts0) + shift)
 	}
 	for k := uint32(0); ; k++ {
+		if k > 0 {
+			c.setState("stalled") // until the substream is ready; reset below if it was
+		}
 		s, err := c.await(ctx, k)
 		if err != nil || s == nil {
 			return err
 		}
+		c.setState("playing")
 		if s == skipped {
 			continue
 		}
@@ -70,6 +74,12 @@ func (c *client) play(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+func (c *client) setState(s string) {
+	c.mu.Lock()
+	c.state = s
+	c.mu.Unlock()
 }
 
 // skipped stands for a substream that will never complete.
