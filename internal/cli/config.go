@@ -13,6 +13,7 @@ import (
 	"github.com/streambed/streambed/internal/publish"
 	"github.com/streambed/streambed/internal/server"
 	"github.com/streambed/streambed/internal/source/ingest"
+	"github.com/streambed/streambed/internal/transport/fdsp"
 	"github.com/streambed/streambed/internal/transport/h2push"
 	"github.com/streambed/streambed/internal/transport/wspush"
 )
@@ -28,6 +29,7 @@ type Config struct {
 	Channels      []ChannelConfig `yaml:"channels"`
 	H2Push        h2push.Config   `yaml:"h2push"` // HTTP/2 push: default strategy, rules file, admin token
 	WSPush        wspush.Config   `yaml:"wspush"` // WebSocket push: default adaptation policy
+	FDSP          fdsp.Config     `yaml:"fdsp"`   // FDSP dual TCP+UDP: listen addresses (off when empty), substream length
 	Ingest        ingest.Config   `yaml:"ingest"` // encoder ingest: size limits, idle timeout
 	// AdminToken protects /api/channels (publishing points); empty: one generated
 	// once in data_dir/admin.token, where `streambed channel` finds it.

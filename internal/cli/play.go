@@ -41,6 +41,13 @@ Transports:
   h2push-STRATEGY, h2cpush-STRATEGY
           HTTP/2 (TLS, cleartext) with server push: sends ?push=STRATEGY (none, all,
           init, init-first, audio, kK) and claims pushed responses before requesting
+  fdsp, fdsp-tcp, fdsp-udp
+          FDSP dual TCP+UDP (the origin serves it with --fdsp ADDR; found through
+          /api/streams): headers, parameter sets and --bp % of I-frame data on TCP,
+          the rest as RTP over UDP; fdsp-tcp and fdsp-udp are the all-TCP and
+          all-UDP baselines. --output FILE|- writes the received H.264 (Annex-B);
+          the report adds bp, plr, rebuffer_ms, rebuffer_count, decodable and
+          "fdsp" (the session's counters). See docs/protocols/fdsp.md.
   (default: h2 for https URLs, http1 for http URLs, ws for ws(s) URLs)
 
 ABR rules (--abr):
@@ -100,6 +107,7 @@ func Play(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		noSamples   = fs.Bool("no-samples", false, "leave the time series out of the JSON report")
 		quiet       = fs.Bool("quiet", false, "no progress on stderr")
 		verbose     = fs.Bool("v", false, "log requests and retries to stderr")
+		fdspFlags   = addFDSPFlags(fs)
 	)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), playUsage)
@@ -115,6 +123,9 @@ func Play(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *transport == "" {
 		*transport = defaultTransport(u)
+	}
+	if isFDSP(*transport) {
+		return playFDSP(ctx, u, *transport, fdspFlags, fdspRun{Duration: *duration, JSON: *asJSON, Insecure: *insecure, Quiet: *quiet, Sample: *sampleEvery, NoSamples: *noSamples}, stdout, stderr)
 	}
 	rule, err := abr.Parse(*abrSpec)
 	if err != nil {

@@ -46,6 +46,7 @@ func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		logFormat  = fs.String("log-format", def.Log.Format, "log format: text or json")
 		logLevel   = fs.String("log-level", def.Log.Level, "log level: debug, info, warn, error")
 		cpuProfile = fs.String("cpuprofile", "", "write a Go CPU profile to `file` until the server stops (for performance work)")
+		fdspAddr   = fs.String("fdsp", "", "FDSP dual TCP+UDP transport: TCP listener `address` (e.g. :9710; UDP on the next port); \"\" (default) disables")
 		channels   channelFlags
 		ingests    ingestFlags
 		relays     relayFlags
@@ -109,6 +110,8 @@ Flags:
 			cfg.HTTP = *httpAddr
 		case "https":
 			cfg.HTTPS = *httpsAddr
+		case "fdsp":
+			cfg.FDSP.Listen = *fdspAddr
 		case "assets":
 			cfg.Assets = *assets
 		case "data-dir":

@@ -5,6 +5,7 @@ import (
 
 	"github.com/streambed/streambed/internal/server"
 	"github.com/streambed/streambed/internal/transport"
+	"github.com/streambed/streambed/internal/transport/fdsp"
 	"github.com/streambed/streambed/internal/transport/h2push"
 	"github.com/streambed/streambed/internal/transport/pars"
 	"github.com/streambed/streambed/internal/transport/wspush"
@@ -22,6 +23,10 @@ func attachTransports(ctx context.Context, host transport.Host, cfg Config) erro
 	}
 	// WebSocket push: /ws/{channel}, /ws/vod/{asset}.
 	if _, err := wspush.Attach(ctx, host, cfg.wsPushConfig()); err != nil {
+		return err
+	}
+	// FDSP: its own TCP and UDP listeners when configured ("fdsp" in /api/streams).
+	if _, err := fdsp.Attach(ctx, host, cfg.FDSP); err != nil {
 		return err
 	}
 	return nil

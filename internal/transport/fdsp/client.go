@@ -1,0 +1,476 @@
+package fdsp
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/streambed/streambed/internal/avc"
+)
+
+// ClientOptions configure a client session.
+type ClientOptions struct {
+	Addr   string // the server's TCP address, host:port
+	Stream string // "vod/NAME" or "live/NAME"
+	Track  string // video track ID; empty: the highest rung
+	Mode   Mode
+	BP     uint8 // 0..100, or BPAuto
+	// PlayoutDelay is how long after the first substream's TCP part is complete the
+	// first access unit is due; every later one is due at its media time after that
+	// (plus any rebuffering). Default 500 ms.
+	PlayoutDelay time.Duration
+	// Duration stops the session after this much time (0: to the end of the stream).
+	Duration time.Duration
+	Output   io.Writer // the received video as an Annex-B H.264 byte stream; nil: none
+	// Dial and DialUDP make the sockets (a lab namespace's); defaults: net.Dialer.
+	Dial    func(ctx context.Context, network, addr string) (net.Conn, error)
+	DialUDP func(ctx context.Context, raddr string) (net.Conn, error)
+	// Reconnects bounds TCP reconnections after a drop (default 3).
+	Reconnects int
+	// Progress, if set, is called after each substream with the stats so far.
+	Progress func(Stats)
+	// SampleInterval is the period of Stats.Samples (0: 1 s; negative: none).
+	SampleInterval time.Duration
+	Logger         *slog.Logger
+}
+
+// Stats is what a client session measured.
+type Stats struct {
+	Mode string `json:"mode"`
+	// BP is the mean BP (percent) over the substreams played; BPs lists them.
+	BP  float64 `json:"bp"`
+	BPs []int   `json:"bps"`
+	// PLR is the share of the stream's packets lost: UDP packets lost or later than
+	// their access unit's deadline, over the packets the video makes when all of it
+	// goes over UDP (Packets, the same in every mode; TCP loses none). UDPLoss is
+	// the same count over the UDP packets actually sent.
+	PLR      float64 `json:"plr"`
+	UDPLoss  float64 `json:"udp_loss"`
+	Lost     int     `json:"lost_packets"`
+	Late     int     `json:"late_packets"` // of Lost, arrived after the deadline
+	Expected int     `json:"udp_packets"`
+	Packets  int     `json:"packets"` // the video as pure UDP packets
+	Dups     int     `json:"duplicate_packets"`
+	Rejected int     `json:"rejected_datagrams"` // not this session's, or malformed
+	// Rebuffering: a substream's TCP part not complete at its first access unit's
+	// deadline. The first instance is the start-up delay (the study's convention).
+	RebufferMS    float64 `json:"rebuffer_ms"`
+	RebufferCount int     `json:"rebuffer_count"`
+	StartupMS     float64 `json:"startup_delay_ms"`
+	// AUs played; Whole: every byte arrived; Decodable: every slice's header arrived
+	// (a decoder can place and conceal it). Decodable is the share of AUs.
+	AUs          int     `json:"access_units"`
+	Whole        int     `json:"whole_access_units"`
+	DecodableAUs int     `json:"decodable_access_units"`
+	Decodable    float64 `json:"decodable"`
+	Substreams   int     `json:"substreams"`
+	Skipped      int     `json:"skipped_substreams"` // never complete (their TCP part was cut)
+	Reconnects   int     `json:"reconnects"`
+	AudioFrames  int     `json:"audio_frames"`
+	TCPBytes     int64   `json:"tcp_bytes"`
+	UDPBytes     int64   `json:"udp_bytes"`
+	PlayedS      float64 `json:"played_s"`
+	SessionS     float64 `json:"session_s"`
+	EndReason    string  `json:"end_reason"`
+	// Samples is the buffer over time: media whose TCP part is complete, ahead of the
+	// playhead, every SampleInterval.
+	Samples []Sample `json:"samples"`
+}
+
+// Sample is one point of the buffer time series.
+type Sample struct {
+	T       float64 `json:"t"`        // session seconds
+	BufferS float64 `json:"buffer_s"` // media seconds ready to play (TCP part complete) ahead of the playhead
+	State   string  `json:"state"`    // startup, playing, stalled
+}
+
+// rxSub is one substream as it arrives.
+type rxSub struct {
+	hdr      Substream
+	aus      []AU
+	complete bool
+	doneAt   time.Time
+	frags    map[uint16]Fragment
+	doneSeq  int // sequence numbers below this belong to played access units
+}
+
+type client struct {
+	opts  ClientOptions
+	log   *slog.Logger
+	start time.Time
+
+	mu       sync.Mutex
+	changed  chan struct{} // closed and replaced on every change the player waits for
+	subs     map[uint32]*rxSub
+	maxSeen  int64 // highest substream index whose header arrived, -1 before any
+	skipTo   uint32
+	ended    bool
+	fatal    error
+	conn     net.Conn
+	sess     Session
+	playing  uint32
+	stats    Stats
+	bpSum    int
+	ps       *avc.ParameterSets
+	psParams string
+	state    string // startup, playing, stalled
+	dts0     int64  // first substream's first DTS (90 kHz), -1 before
+	readyEnd uint64 // end (90 kHz) of the newest substream whose TCP part is complete
+}
+
+// Play runs a client session to the end of the stream, Duration, a fatal error or
+// ctx, and returns what it measured.
+func Play(ctx context.Context, o ClientOptions) (Stats, error) {
+	if o.PlayoutDelay <= 0 {
+		o.PlayoutDelay = 500 * time.Millisecond
+	}
+	if o.Reconnects == 0 {
+		o.Reconnects = 3
+	}
+	if o.Dial == nil {
+		o.Dial = (&net.Dialer{}).DialContext
+	}
+	if o.DialUDP == nil {
+		o.DialUDP = func(ctx context.Context, raddr string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "udp", raddr)
+		}
+	}
+	if o.Output == nil {
+		o.Output = io.Discard
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	c := &client{opts: o, log: o.Logger, start: time.Now(), changed: make(chan struct{}), subs: map[uint32]*rxSub{}, maxSeen: -1, state: "startup", dts0: -1}
+	c.stats.Mode = o.Mode.String()
+	if o.Duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.Duration)
+		defer cancel()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	conn, br, err := c.connect(ctx, Token{}, 0)
+	if err != nil {
+		return c.stats, err
+	}
+	var wg sync.WaitGroup
+	var u net.Conn
+	if o.Mode != ModeTCP {
+		u, err = o.DialUDP(ctx, net.JoinHostPort(hostOf(o.Addr), strconv.Itoa(int(c.sess.UDPPort))))
+		if err != nil {
+			conn.Close()
+			return c.stats, fmt.Errorf("fdsp: UDP: %w", err)
+		}
+		defer u.Close()
+		wg.Add(1)
+		go func() { defer wg.Done(); c.readUDP(u) }()
+		if err := c.bindUDP(ctx, u, br); err != nil {
+			conn.Close()
+			return c.stats, err
+		}
+	} else if err := expectBound(br); err != nil {
+		conn.Close()
+		return c.stats, err
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); c.readTCP(ctx, conn, br) }()
+	if o.SampleInterval >= 0 {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.sample(ctx) }()
+	}
+	err = c.play(ctx)
+	cancel()
+	c.mu.Lock()
+	if c.conn != nil {
+		c.conn.Close()
+	}
+	c.mu.Unlock()
+	if u != nil {
+		u.Close() // ends readUDP
+	}
+	wg.Wait()
+	st := c.finish(err)
+	if st.EndReason != "error" {
+		err = nil // the end, --duration or the caller's cancel: a normal end
+	}
+	return st, err
+}
+
+func hostOf(addr string) string {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	return h
+}
+
+// connect dials TCP and runs the handshake up to the Session frame.
+func (c *client) connect(ctx context.Context, tok Token, resume uint32) (net.Conn, *bufio.Reader, error) {
+	conn, err := c.opts.Dial(ctx, "tcp", c.opts.Addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("fdsp: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	h := Hello{Mode: c.opts.Mode, BP: c.opts.BP, Token: tok, Resume: resume, Stream: c.opts.Stream, Track: c.opts.Track}
+	if err := WriteFrame(conn, FrameHello, h.Marshal()); err != nil {
+		conn.Close()
+		return nil, nil, fmt.Errorf("fdsp: %w", err)
+	}
+	br := bufio.NewReaderSize(conn, 64<<10)
+	_ = conn.SetReadDeadline(time.Now().Add(15 * time.Second))
+	t, p, err := ReadFrame(br)
+	if err == nil && t == FrameError {
+		err = fmt.Errorf("server refused: %s", p)
+	} else if err == nil && t != FrameSession {
+		err = fmt.Errorf("%w: frame type %d before the session", ErrFormat, t)
+	}
+	var s Session
+	if err == nil {
+		s, err = ParseSession(p)
+	}
+	if err != nil {
+		conn.Close()
+		return nil, nil, fmt.Errorf("fdsp: %w", err)
+	}
+	_ = conn.SetReadDeadline(time.Time{})
+	c.mu.Lock()
+	c.sess, c.conn = s, conn
+	c.mu.Unlock()
+	return conn, br, nil
+}
+
+func expectBound(br *bufio.Reader) error {
+	t, p, err := ReadFrame(br)
+	if err == nil && t == FrameError {
+		err = fmt.Errorf("server refused: %s", p)
+	} else if err == nil && t != FrameBound {
+		err = fmt.Errorf("%w: frame type %d, want bound", ErrFormat, t)
+	}
+	if err != nil {
+		return fmt.Errorf("fdsp: %w", err)
+	}
+	return nil
+}
+
+// bindUDP sends bind datagrams from the UDP socket until the server says the peer
+// is bound (a datagram may be lost).
+func (c *client) bindUDP(ctx context.Context, u net.Conn, br *bufio.Reader) error {
+	done := make(chan error, 1)
+	go func() { done <- expectBound(br) }()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	d := AppendBind(nil, c.sess.Token)
+	for {
+		_, _ = u.Write(d)
+		select {
+		case err := <-done:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// notify wakes the player; c.mu is held.
+func (c *client) notify() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// readTCP takes the critical path's frames, reconnecting with the session token
+// (resuming at the next substream) when the connection drops before the end.
+func (c *client) readTCP(ctx context.Context, conn net.Conn, br *bufio.Reader) {
+	for {
+		err := c.readFrames(br)
+		conn.Close()
+		c.mu.Lock()
+		ended := c.ended
+		c.mu.Unlock()
+		if ended || ctx.Err() != nil {
+			return
+		}
+		c.log.Info("fdsp: TCP path dropped", "err", err)
+		conn, br, err = c.reconnect(ctx)
+		if err != nil {
+			c.mu.Lock()
+			c.fatal = err
+			c.notify()
+			c.mu.Unlock()
+			return
+		}
+	}
+}
+
+func (c *client) reconnect(ctx context.Context) (net.Conn, *bufio.Reader, error) {
+	var last error
+	for i := 0; i < c.opts.Reconnects; i++ {
+		select {
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-time.After(time.Duration(i) * 300 * time.Millisecond):
+		}
+		c.mu.Lock()
+		resume := uint32(c.maxSeen + 1)
+		tok := c.sess.Token
+		c.mu.Unlock()
+		conn, br, err := c.connect(ctx, tok, resume)
+		if err != nil {
+			last = err
+			continue
+		}
+		if err := expectBound(br); err != nil {
+			conn.Close()
+			last = err
+			continue
+		}
+		c.mu.Lock()
+		c.skipTo = resume // a substream cut short will never complete
+		c.stats.Reconnects++
+		c.notify()
+		c.mu.Unlock()
+		return conn, br, nil
+	}
+	return nil, nil, fmt.Errorf("fdsp: TCP path lost, %d reconnections failed: %w", c.opts.Reconnects, last)
+}
+
+// sub returns substream i's state, made on first sight; nil if i is outside the
+// window a client keeps (already played, or far ahead: outside bytes cannot make
+// it hold unbounded state). c.mu is held.
+func (c *client) sub(i uint32) *rxSub {
+	if i < c.playing || i > c.playing+4 {
+		return nil
+	}
+	s := c.subs[i]
+	if s == nil {
+		s = &rxSub{frags: map[uint16]Fragment{}}
+		c.subs[i] = s
+	}
+	return s
+}
+
+func (c *client) readFrames(br *bufio.Reader) error {
+	var cur *rxSub
+	for {
+		t, p, err := ReadFrame(br)
+		if err != nil {
+			return err
+		}
+		c.mu.Lock()
+		c.stats.TCPBytes += int64(len(p) + 5)
+		switch t {
+		case FrameSubstream:
+			h, perr := ParseSubstream(p)
+			if err = perr; err == nil {
+				cur = c.sub(h.Index)
+				if cur != nil {
+					cur.hdr, cur.aus = h, nil
+				}
+				if int64(h.Index) > c.maxSeen {
+					c.maxSeen = int64(h.Index)
+				}
+			}
+		case FrameAU:
+			a, perr := ParseAU(p)
+			if err = perr; err == nil && cur != nil && len(cur.aus) < int(cur.hdr.AUs) {
+				cur.aus = append(cur.aus, a)
+			}
+		case FrameAudio:
+			c.stats.AudioFrames++
+		case FrameSubstreamOK:
+			i, perr := parseU32(p)
+			if err = perr; err == nil && cur != nil && i == cur.hdr.Index && len(cur.aus) == int(cur.hdr.AUs) {
+				cur.complete, cur.doneAt = true, time.Now()
+				if c.dts0 < 0 {
+					c.dts0 = int64(cur.hdr.FirstDTS)
+				}
+				c.readyEnd = max(c.readyEnd, cur.hdr.FirstDTS+uint64(cur.hdr.Duration))
+				c.notify()
+			}
+			cur = nil
+		case FrameEnd:
+			c.ended = true
+			c.notify()
+			c.mu.Unlock()
+			return nil
+		case FrameError:
+			err = fmt.Errorf("fdsp: server: %s", p)
+		}
+		c.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// readUDP takes the RTP path's datagrams. The socket is connected to the server's
+// UDP address, so the kernel drops other sources; the SSRC names the session.
+func (c *client) readUDP(u net.Conn) {
+	buf := make([]byte, 2048)
+	for {
+		n, err := u.Read(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		f, err := ParseRTP(buf[:n])
+		c.mu.Lock()
+		switch {
+		case err != nil || f.SSRC != c.sess.SSRC:
+			c.stats.Rejected++
+		default:
+			c.stats.UDPBytes += int64(n)
+			s := c.sub(f.Substream)
+			switch {
+			case s == nil:
+				c.stats.Late++ // its substream is played (or implausibly far ahead)
+			case int(f.Seq) < s.doneSeq:
+				c.stats.Late++
+			default:
+				if _, dup := s.frags[f.Seq]; dup {
+					c.stats.Dups++
+				} else {
+					f.Data = append([]byte(nil), f.Data...) // buf is reused
+					s.frags[f.Seq] = f
+				}
+			}
+		}
+		c.mu.Unlock()
+	}
+}
+
+// sample records the buffer every SampleInterval until ctx ends.
+func (c *client) sample(ctx context.Context) {
+	every := c.opts.SampleInterval
+	if every == 0 {
+		every = time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		c.mu.Lock()
+		buf := 0.0
+		if c.dts0 >= 0 {
+			buf = max(0, float64(int64(c.readyEnd)-c.dts0)/90000-c.stats.PlayedS)
+		}
+		c.stats.Samples = append(c.stats.Samples, Sample{T: time.Since(c.start).Seconds(), BufferS: buf, State: c.state})
+		c.mu.Unlock()
+	}
+}

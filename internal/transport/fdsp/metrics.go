@@ -1,0 +1,22 @@
+package fdsp
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// collectors expose the server's counters on /metrics.
+func (s *Server) collectors() []prometheus.Collector {
+	gauge := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "streambed_fdsp_" + name, Help: help}, f)
+	}
+	counter := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "streambed_fdsp_" + name, Help: help}, f)
+	}
+	return []prometheus.Collector{
+		gauge("sessions", "FDSP sessions kept (connected or waiting for a resume).", func() float64 { return float64(s.Sessions()) }),
+		gauge("active_sessions", "FDSP sessions with a TCP connection now.", func() float64 { return float64(s.Active.Load()) }),
+		counter("bound_total", "FDSP sessions whose UDP peer was bound.", func() float64 { return float64(s.Bound.Load()) }),
+		counter("rejected_datagrams_total", "Datagrams refused: malformed, unknown token, or not the session's address.", func() float64 { return float64(s.Rejected.Load()) }),
+		counter("tcp_bytes_total", "Bytes written on FDSP TCP connections.", func() float64 { return float64(s.TCPBytes.Load()) }),
+		counter("udp_bytes_total", "Bytes of RTP datagrams sent.", func() float64 { return float64(s.UDPBytes.Load()) }),
+		counter("udp_packets_total", "RTP datagrams sent.", func() float64 { return float64(s.UDPPacket.Load()) }),
+	}
+}
