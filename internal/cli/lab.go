@@ -89,37 +89,52 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	b, err := netem.ParseBackend(*backend)
+	return runScenario(ctx, s, labRunOptions{out: *out, cache: *cache, backend: *backend, verbose: *verbose, limit: *limit},
+		fmt.Sprintf("%d cells × %d repetitions", len(s.Cells()), s.Repetitions), stdout, stderr)
+}
+
+// labRunOptions are the flags lab run and lab compare share.
+type labRunOptions struct {
+	out, cache, backend string
+	verbose             bool
+	limit               int
+}
+
+// runScenario runs s on an emulated network and writes its results and report; it
+// fails when any run failed.
+func runScenario(ctx context.Context, s *experiment.Scenario, o labRunOptions, what string, stdout, stderr io.Writer) error {
+	b, err := netem.ParseBackend(o.backend)
 	if err != nil {
 		return err
 	}
-	outDir, cacheDir, err := experiment.Folders(*out, *cache, s.Name)
+	outDir, cacheDir, err := experiment.Folders(o.out, o.cache, s.Name)
 	if err != nil {
 		return err
 	}
 	level := slog.LevelWarn
-	if *verbose {
+	if o.verbose {
 		level = slog.LevelInfo
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	fmt.Fprintf(stderr, "lab: %s — %d cells × %d repetitions\n", s.Title, len(s.Cells()), s.Repetitions)
+	fmt.Fprintf(stderr, "lab: %s — %s\n", s.Title, what)
 	res, err := experiment.Execute(ctx, s, experiment.Options{
-		OutDir: outDir, CacheDir: cacheDir, Backend: b, Progress: stderr, Log: log, Limit: *limit,
+		OutDir: outDir, CacheDir: cacheDir, Backend: b, Progress: stderr, Log: log, Limit: o.limit,
 	})
-	if res != nil {
-		if werr := res.Write(outDir); werr != nil && err == nil {
-			err = werr
+	if res == nil {
+		return err
+	}
+	if werr := res.Write(outDir); werr != nil && err == nil {
+		err = werr
+	}
+	failed := 0
+	for _, r := range res.Runs {
+		if r.Error != "" {
+			failed++
 		}
-		failed := 0
-		for _, r := range res.Runs {
-			if r.Error != "" {
-				failed++
-			}
-		}
-		fmt.Fprintf(stdout, "%d runs (%d failed). Report: %s\n", len(res.Runs), failed, filepath.Join(outDir, "report.html"))
-		if failed > 0 && err == nil {
-			err = fmt.Errorf("%d of %d runs failed; see the report's \"Failed runs\"", failed, len(res.Runs))
-		}
+	}
+	fmt.Fprintf(stdout, "%d runs (%d failed). Report: %s\n", len(res.Runs), failed, filepath.Join(outDir, "report.html"))
+	if failed > 0 && err == nil {
+		err = fmt.Errorf("%d of %d runs failed; see the report's \"Failed runs\"", failed, len(res.Runs))
 	}
 	return err
 }
@@ -152,38 +167,8 @@ func labCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	b, err := netem.ParseBackend(*backend)
-	if err != nil {
-		return err
-	}
-	outDir, cacheDir, err := experiment.Folders(*out, *cache, s.Name)
-	if err != nil {
-		return err
-	}
-	level := slog.LevelWarn
-	if *verbose {
-		level = slog.LevelInfo
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	fmt.Fprintf(stderr, "lab: %s — %d transports × %d repetitions, %v each\n", s.Title, len(s.Cells()), s.Repetitions, *duration)
-	res, err := experiment.Execute(ctx, s, experiment.Options{OutDir: outDir, CacheDir: cacheDir, Backend: b, Progress: stderr, Log: log})
-	if res == nil {
-		return err
-	}
-	if werr := res.Write(outDir); werr != nil && err == nil {
-		err = werr
-	}
-	failed := 0
-	for _, r := range res.Runs {
-		if r.Error != "" {
-			failed++
-		}
-	}
-	fmt.Fprintf(stdout, "%d runs (%d failed). Report: %s\n", len(res.Runs), failed, filepath.Join(outDir, "report.html"))
-	if failed > 0 && err == nil {
-		err = fmt.Errorf("%d of %d runs failed; see the report's \"Failed runs\"", failed, len(res.Runs))
-	}
-	return err
+	return runScenario(ctx, s, labRunOptions{out: *out, cache: *cache, backend: *backend, verbose: *verbose},
+		fmt.Sprintf("%d transports × %d repetitions, %v each", len(s.Cells()), s.Repetitions, *duration), stdout, stderr)
 }
 
 func labReport(args []string, stdout, stderr io.Writer) error {

@@ -25,17 +25,32 @@ func (s *session) ticker() (<-chan time.Time, func()) {
 // for a position behind the live edge (paced, as VOD), then chunks as the hub
 // releases them, starting at the latest keyframe.
 func (s *session) feedChannel(ctx context.Context, c *hub.Channel) error {
+	n, live, err := s.startLive(c, s.ladder[s.rung])
+	if err != nil {
+		return err
+	}
+	if n < live {
+		var err error
+		if n, err = s.walkChannel(ctx, c, n); err != nil {
+			return err
+		}
+	}
+	return s.followChannel(ctx, c, n)
+}
+
+// startLive picks a live session's first segment by track ref — the latest keyframe
+// out, or the position the start message asked for — sends ready and the first inits,
+// and returns that segment and the one in progress.
+func (s *session) startLive(c *hub.Channel, ref *media.Track) (n, live uint64, err error) {
 	tl := c.Timeline()
 	now := c.Now()
-	ref := s.ladder[s.rung]
 	latest, complete := c.Latest(now)
-	live := uint64(0) // the segment in progress
 	if complete {
 		live = latest + 1
 	} else if m, ok := c.Newest(ref.ID); ok {
 		live = m // none complete yet: the one the source has begun
 	}
-	n := live
+	n = live
 	if s.start.At.Position {
 		pos := s.start.At.Seconds
 		if pos < 0 {
@@ -48,16 +63,7 @@ func (s *session) feedChannel(ctx context.Context, c *hub.Channel) error {
 		n = latest
 	}
 	s.base = n
-	if err := s.ready(startOf(c, ref, n, now), true, tl.AvailabilityStart, 0); err != nil {
-		return err
-	}
-	if n < live {
-		var err error
-		if n, err = s.walkChannel(ctx, c, n); err != nil {
-			return err
-		}
-	}
-	return s.followChannel(ctx, c, n)
+	return n, live, s.ready(startOf(c, ref, n, now), true, tl.AvailabilityStart, 0)
 }
 
 // segmentAt is the segment of track t that holds media position pos (seconds from

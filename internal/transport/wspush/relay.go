@@ -62,28 +62,9 @@ func (s *session) setupRelay(st Start, audio []*media.Track) error {
 // them (a relay resuming after a lost upstream fills its gap), then follows the
 // channel.
 func (s *session) feedRelay(ctx context.Context, c *hub.Channel) error {
-	tl := c.Timeline()
-	now := c.Now()
 	ref := s.relay[0]
-	latest, complete := c.Latest(now)
-	live := uint64(0) // the segment in progress
-	if complete {
-		live = latest + 1
-	} else if m, ok := c.Newest(ref.ID); ok {
-		live = m // none complete yet: the one the source has begun
-	}
-	n := live
-	if s.start.At.Position {
-		pos := s.start.At.Seconds
-		if pos < 0 {
-			pos += now.Sub(tl.AvailabilityStart).Seconds()
-		}
-		n = segmentAt(c, ref, pos, now, live)
-	} else if complete && !keyframeOut(c, ref, live) {
-		n = latest
-	}
-	s.base = n
-	if err := s.ready(startOf(c, ref, n, now), true, tl.AvailabilityStart, 0); err != nil {
+	n, _, err := s.startLive(c, ref)
+	if err != nil {
 		return err
 	}
 	for {
