@@ -84,6 +84,9 @@ for part in "${PARTS[@]}"; do
     run_info memory
     cap_serve "$PORT" "$ASSETS" 1 0 "${CHANNELS[@]}"
     cap_load memory-idle "ws://127.0.0.1:$PORT/ws/live" --transport ws --idle --clients "$IDLE" --duration "$DURATION" --ramp 8s --pause 5s
+    # The idle sockets end at the origin's 30 s start timeout: the streaming steps'
+    # baseline must not include them (they made per-session figures negative).
+    cap_wait_idle_closed "$PORT" 90
     cap_load memory-streaming-frames "ws://127.0.0.1:$PORT/ws/live" --tracks v360,a64 --transport ws --clients "$STREAMING" --duration 15s --ramp 4s --pause 5s
     cap_load memory-streaming-seg "$SEG" --tracks v180 --transport ws --clients "$STREAMING" --duration 15s --ramp 4s --pause 5s
     cap_stop

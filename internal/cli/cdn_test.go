@@ -61,7 +61,7 @@ func TestPullFlag(t *testing.T) {
 			t.Errorf("%q: %v", ok, err)
 		}
 	}
-	if len(p) != 2 || p[0].Name != "edge" || p[1].MPD != "https://o/live/x/manifest.mpd" {
+	if len(p) != 2 || p[0].Name != "edge" || p[1].Pull != "https://o/live/x/manifest.mpd" {
 		t.Errorf("parsed %+v", p)
 	}
 	for _, bad := range []string{"edge", "=http://o/m.mpd", "a b=http://o/m.mpd", "edge=origin:8080/m.mpd", "edge=ftp://o/m.mpd", "edge=http:///m.mpd"} {

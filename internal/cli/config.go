@@ -49,6 +49,10 @@ type ChannelConfig struct {
 	// push URL (ws://HOST/ws/CHANNEL), received once and served here by every
 	// transport. Its segment_duration must be the upstream's (default 2s).
 	Relay string `yaml:"relay"`
+	// Pull makes an edge-mode channel: the live channel of this upstream MPD
+	// (Streambed's, or any DASH $Number$ MPD) pulled into the hub and packaged and
+	// served here (docs/cdn.md). It takes dvr_window and ws_policy.
+	Pull string `yaml:"pull"`
 	// IngestToken is the encoder's bearer token; empty: one generated once and kept
 	// in the data folder (data_dir/ingest/NAME.token), printed at start-up.
 	IngestToken string `yaml:"ingest_token"`
@@ -119,7 +123,7 @@ func (c *Config) Validate() error {
 		}
 		seen[ch.Name] = true
 		kinds := 0
-		for _, set := range []bool{ch.Loop != "", ch.Ingest, ch.Relay != ""} {
+		for _, set := range []bool{ch.Loop != "", ch.Ingest, ch.Relay != "", ch.Pull != ""} {
 			if set {
 				kinds++
 			}
@@ -128,9 +132,14 @@ func (c *Config) Validate() error {
 		relayOpts.SegmentDuration = 0
 		switch {
 		case kinds == 0:
-			return fmt.Errorf("config: channel %q needs `loop: ASSET`, `ingest: true` or `relay: ws://HOST/ws/CHANNEL`", ch.Name)
+			return fmt.Errorf("config: channel %q needs `loop: ASSET`, `ingest: true`, `relay: ws://HOST/ws/CHANNEL` or `pull: MPD_URL`", ch.Name)
 		case kinds > 1:
-			return fmt.Errorf("config: channel %q has more than one of `loop`, `ingest` and `relay`: choose one", ch.Name)
+			return fmt.Errorf("config: channel %q has more than one of `loop`, `ingest`, `relay` and `pull`: choose one", ch.Name)
+		case ch.Pull != "" && checkPullURL(ch.Pull) != nil:
+			return fmt.Errorf("config: channel %q: %w", ch.Name, checkPullURL(ch.Pull))
+		case ch.Pull != "" && (ch.ChunkDuration != 0 || !ch.AvailabilityStart.IsZero() || ch.IngestToken != "" || ch.Preset != "" ||
+			ch.Options != (publish.Options{}) || ch.PresentationDelay != 0 || ch.Archive != ""):
+			return fmt.Errorf("config: channel %q pulls %s: its media, timeline and options come from upstream; it takes dvr_window and ws_policy only", ch.Name, ch.Pull)
 		case ch.Relay != "" && !strings.HasPrefix(ch.Relay, "ws://") && !strings.HasPrefix(ch.Relay, "wss://"):
 			return fmt.Errorf("config: channel %q: relay %q is not a push URL: want ws://HOST/ws/CHANNEL (or wss://)", ch.Name, ch.Relay)
 		case ch.Relay != "" && (ch.ChunkDuration != 0 || !ch.AvailabilityStart.IsZero() || ch.IngestToken != "" || ch.Preset != "" || relayOpts != (publish.Options{})):

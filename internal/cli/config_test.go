@@ -85,9 +85,9 @@ func TestREADMEConfigLoads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the README's configuration does not load: %v", err)
 	}
-	if len(cfg.Channels) != 3 || cfg.Channels[0].Name != "demo" || cfg.WSPush.Policy != "tcp" ||
-		cfg.Channels[1].Relay == "" || time.Duration(cfg.Channels[1].SegmentDuration) != 2*time.Second ||
-		!cfg.Channels[2].Ingest || cfg.Channels[2].Preset != "pure-live" || !cfg.Channels[2].Archiving {
+	if len(cfg.Channels) != 4 || cfg.Channels[0].Name != "demo" || cfg.WSPush.Policy != "tcp" ||
+		cfg.Channels[1].Relay == "" || time.Duration(cfg.Channels[1].SegmentDuration) != 2*time.Second || cfg.Channels[2].Pull == "" ||
+		!cfg.Channels[3].Ingest || cfg.Channels[3].Preset != "pure-live" || !cfg.Channels[3].Archiving {
 		t.Errorf("README configuration read as %+v", cfg)
 	}
 }
@@ -122,7 +122,11 @@ func TestConfigRelayChannels(t *testing.T) {
 		"channels:\n  - name: a\n    relay: ws://o/ws/a\n    loop: demo\n":                                          "more than one",
 		"channels:\n  - name: a\n    relay: ws://o/ws/a\n    chunk_duration: 40ms\n":                                "come from upstream",
 		"channels:\n  - name: a\n    relay: ws://o/ws/a\n    archiving: true\n":                                     "come from upstream",
-		"channels:\n  - name: a\n": "relay: ws://",
+		"channels:\n  - name: a\n": "pull: MPD_URL",
+		"channels:\n  - name: a\n    pull: http://origin:8080/live/a/manifest.mpd\n    dvr_window: 30s\n": "",
+		"channels:\n  - name: a\n    pull: ws://origin/ws/a\n":                                            "http(s) URL",
+		"channels:\n  - name: a\n    pull: http://o/live/a/manifest.mpd\n    relay: ws://o/ws/a\n":        "more than one",
+		"channels:\n  - name: a\n    pull: http://o/live/a/manifest.mpd\n    segment_duration: 2s\n":      "come from upstream",
 	} {
 		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 			t.Fatal(err)

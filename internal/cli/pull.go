@@ -14,12 +14,12 @@ import (
 
 // pullList is serve's repeatable --pull NAME=MPD_URL: live channels pulled from an
 // upstream origin (edge mode).
-type pullList []upstream.Options
+type pullList []ChannelConfig
 
 func (p *pullList) String() string {
 	var s []string
-	for _, o := range *p {
-		s = append(s, o.Name+"="+o.MPD)
+	for _, c := range *p {
+		s = append(s, c.Name+"="+c.Pull)
 	}
 	return strings.Join(s, " ")
 }
@@ -29,24 +29,29 @@ func (p *pullList) Set(v string) error {
 	if !ok || !media.ValidName(name) {
 		return fmt.Errorf("%q: want NAME=MPD_URL, NAME of [A-Za-z0-9._-]", v)
 	}
+	if err := checkPullURL(raw); err != nil {
+		return err
+	}
+	*p = append(*p, ChannelConfig{Name: name, Pull: raw})
+	return nil
+}
+
+// checkPullURL says what is wrong with an upstream MPD URL.
+func checkPullURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%q: the upstream MPD must be an http(s) URL, e.g. http://origin:8080/live/demo/manifest.mpd", raw)
 	}
-	*p = append(*p, upstream.Options{Name: name, MPD: raw})
 	return nil
 }
 
-// openPulls adds each pulled channel to h; an upstream that cannot be read at start
-// is an error (the origin does not start half-configured).
-func openPulls(ctx context.Context, h *hub.Hub, pulls pullList, log *slog.Logger) error {
-	for _, o := range pulls {
-		o.Log = log.With("pull", o.Name)
-		c, err := upstream.AddChannel(ctx, h, o)
-		if err != nil {
-			return fmt.Errorf("--pull %s=%s: %w", o.Name, o.MPD, err)
-		}
-		log.Info("pulling", "channel", o.Name, "from", o.MPD, "tracks", len(c.Info().Tracks))
+// addPull adds a pulled channel to h; an upstream that cannot be read at start is an
+// error (the origin does not start half-configured).
+func addPull(ctx context.Context, h *hub.Hub, cc ChannelConfig, log *slog.Logger) error {
+	c, err := upstream.AddChannel(ctx, h, upstream.Options{Name: cc.Name, MPD: cc.Pull, DVRWindow: cc.DVRWindow, Log: log.With("pull", cc.Name)})
+	if err != nil {
+		return fmt.Errorf("channel %q pulled from %s: %w", cc.Name, cc.Pull, err)
 	}
+	log.Info("pulling", "channel", cc.Name, "from", cc.Pull, "tracks", len(c.Info().Tracks))
 	return nil
 }

@@ -132,6 +132,7 @@ Flags:
 	})
 	cfg.Channels = append(cfg.Channels, ingests...)
 	cfg.Channels = append(cfg.Channels, relays...)
+	cfg.Channels = append(cfg.Channels, pulls...)
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -152,9 +153,6 @@ Flags:
 	}
 	points, err := openPoints(ctx, h, in, cfg, log)
 	if err != nil {
-		return err
-	}
-	if err := openPulls(ctx, h, pulls, log); err != nil {
 		return err
 	}
 	adminToken, err := publish.AdminToken(cfg.DataDir, cfg.AdminToken)
@@ -253,6 +251,12 @@ func openMedia(ctx context.Context, h *hub.Hub, cfg Config, log *slog.Logger) er
 	}
 	for _, cc := range cfg.Channels {
 		if cc.Ingest {
+			continue
+		}
+		if cc.Pull != "" {
+			if err := addPull(ctx, h, cc, log); err != nil {
+				return err
+			}
 			continue
 		}
 		if cc.Relay != "" {
