@@ -67,14 +67,3 @@ cap_load() {
   "${pin[@]}" "$BIN" load "$url" --json "$@" > "$OUT/$file.json"
 }
 
-# cap_wait_idle_closed PORT SECONDS — wait until the origin has no push socket open
-# (started or waiting for its start message), at most SECONDS.
-cap_wait_idle_closed() {
-  local i n
-  for i in $(seq "$2"); do
-    n=$(curl -s "http://127.0.0.1:$1/metrics" | awk '/^streambed_ws_sessions\{/{s+=$2} END{print s+0}')
-    [ "$n" = 0 ] && return 0
-    sleep 1
-  done
-  echo "warning: $n push sockets still open after $2 s" >&2
-}

@@ -16,8 +16,8 @@
 #                  the one-frame-chunk channel live, v360+a64, origin and clients
 #                  sharing both cores                         → unconstrained*.json
 #   memory         idle push sockets (never start) at IDLE clients; streaming push
-#                  sessions, one-frame chunks v360+a64 and 2 s chunks v180
-#                                                             → memory-*.json
+#                  sessions, one-frame chunks v360+a64 and 2 s chunks v180, each
+#                  client count on a fresh origin               → memory-*.json
 #
 # Usage: sudo bench/ws-capacity.sh [PART...]   (default: all three; `make bench-ws-capacity`)
 # env: OUT=docs/results/wspush-capacity/DATE CPU_QUOTA=0.15 DURATION=20s
@@ -84,12 +84,18 @@ for part in "${PARTS[@]}"; do
     run_info memory
     cap_serve "$PORT" "$ASSETS" 1 0 "${CHANNELS[@]}"
     cap_load memory-idle "ws://127.0.0.1:$PORT/ws/live" --transport ws --idle --clients "$IDLE" --duration "$DURATION" --ramp 8s --pause 5s
-    # The idle sockets end at the origin's 30 s start timeout: the streaming steps'
-    # baseline must not include them (they made per-session figures negative).
-    cap_wait_idle_closed "$PORT" 90
-    cap_load memory-streaming-frames "ws://127.0.0.1:$PORT/ws/live" --tracks v360,a64 --transport ws --clients "$STREAMING" --duration 15s --ramp 4s --pause 5s
-    cap_load memory-streaming-seg "$SEG" --tracks v180 --transport ws --clients "$STREAMING" --duration 15s --ramp 4s --pause 5s
     cap_stop
+    # Each streaming count on an origin of its own: a step's baseline heap read after
+    # an earlier step still holds that step's garbage (collected during the next
+    # step, it made per-session figures negative).
+    for n in ${STREAMING//,/ }; do
+      cap_serve "$PORT" "$ASSETS" 1 0 "${CHANNELS[@]}"
+      cap_load "memory-streaming-frames-$n" "ws://127.0.0.1:$PORT/ws/live" --tracks v360,a64 --transport ws --clients "$n" --duration 15s --ramp 4s
+      cap_stop
+      cap_serve "$PORT" "$ASSETS" 1 0 "${CHANNELS[@]}"
+      cap_load "memory-streaming-seg-$n" "$SEG" --tracks v180 --transport ws --clients "$n" --duration 15s --ramp 4s
+      cap_stop
+    done
     ;;
   *) echo "ws-capacity: unknown part $part (equal-cpu, unconstrained, memory)" >&2; exit 2 ;;
   esac
