@@ -36,6 +36,10 @@ var acceptedTypes = map[string]bool{
 // errUnsupportedType is a body of another Content-Type: 415.
 var errUnsupportedType = errors.New("unsupported media type")
 
+// headerWait bounds how long a media-only request waits for the CMAF header that
+// another request of the same track is still sending.
+const headerWait = 5 * time.Second
+
 // ServeHTTP receives one track of an encoder: a long-running POST or PUT whose body
 // is its CMAF header and then its chunks, each stored as soon as it has arrived. The
 // answer comes when the body ends: 200, or the error that ended it.
@@ -83,9 +87,9 @@ func (in *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	stopOnRequest := context.AfterFunc(r.Context(), func() { s.stop(errRequestEnded) })
 	log := in.log.With("channel", ch.name, "track", id, "remote", r.RemoteAddr)
 	log.Info("encoder connected")
-	ts.feed.Lock()
-	header := ts.header // a request may send media only, after the header of an earlier one
-	ts.feed.Unlock()
+	// A request may send media only, after the header of an earlier one (or of one
+	// still being sent).
+	header := ch.awaitHeader(r.Context(), ts, headerWait)
 	err = ch.receive(ts, NewParser(body, in.cfg.Limits, header), log)
 	stopOnChannel()
 	stopOnRequest()

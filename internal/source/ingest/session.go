@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -31,6 +32,9 @@ type trackState struct {
 	id        string
 	kind      media.Kind
 	header    *Header      // the newest CMAF header: a later request may send media only
+	// headerSet is closed when the track's first header is stored (under feed), for a
+	// media-only request that came while another request was still sending it.
+	headerSet chan struct{}
 	track     *media.Track // as last given to AddTrack
 	estimated bool         // its bandwidth is measured, the encoder wrote no btrt
 	cut       cutter
@@ -73,7 +77,7 @@ func (ch *channel) claim(id string, kind media.Kind, stopReads func()) (*trackSt
 	defer ch.mu.Unlock()
 	ts := ch.tracks[id]
 	if ts == nil {
-		ts = &trackState{id: id, kind: kind, cut: cutter{tl: ch.tl}}
+		ts = &trackState{id: id, kind: kind, cut: cutter{tl: ch.tl}, headerSet: make(chan struct{})}
 		ch.tracks[id] = ts
 	}
 	switch {
@@ -169,8 +173,34 @@ func (ch *channel) setHeader(ts *trackState, h *Header) error {
 	if err := ch.hc.SetInit(ts.id, h.Bytes); err != nil {
 		return fmt.Errorf("%v: %w", err, ErrNoHeader)
 	}
+	if ts.header == nil {
+		close(ts.headerSet)
+	}
 	ts.header, ts.track, ts.estimated, ts.cut.track = h, t, h.Bitrate == 0, t
 	return nil
+}
+
+// awaitHeader is the track's CMAF header for a request that is about to read: when
+// there is none yet but another request is feeding the track (an encoder that PUTs
+// its init segment and its first media segment at once, as FFmpeg's dash muxer may),
+// it waits for that one's header, at most wait; nil if none came.
+func (ch *channel) awaitHeader(ctx context.Context, ts *trackState, wait time.Duration) *Header {
+	ts.feed.Lock()
+	h := ts.header
+	ts.feed.Unlock()
+	if h != nil || !ch.others(ts) {
+		return h
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ts.headerSet:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	ts.feed.Lock()
+	defer ts.feed.Unlock()
+	return ts.header
 }
 
 // orElse returns a, or b when a is empty.

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/streambed/streambed/internal/media"
@@ -371,5 +373,66 @@ func TestIngestSegmentTemplatePaths(t *testing.T) {
 		if status, b := o.get(t, fmt.Sprintf("/live/ch/v720/%d.m4s", i)); status != 200 || !bytes.Equal(b, want) {
 			t.Errorf("segment %d: %d, %d bytes, want %d", i, status, len(b), len(want))
 		}
+	}
+}
+
+// An encoder that PUTs its init segment and its first media segment at once (FFmpeg's
+// dash muxer may, on separate connections): the media request comes while the init
+// request is still sending the header; it waits for that header instead of failing
+// with "media before the CMAF header" (seen once in CI under load).
+func TestMediaSegmentWhileItsInitIsArriving(t *testing.T) {
+	o := newOrigin(t, Config{})
+	init := videoHeader(t, 0)
+	pr, pw := io.Pipe()
+	initDone := make(chan int, 1)
+	go func() {
+		status, _ := o.post(t, "/ingest/ch/init-stream0.m4s", pr)
+		initDone <- status
+	}()
+	// The init request is on the track (its first byte sent), its header not yet whole.
+	if _, err := pw.Write(init[:8]); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil := time.Now().Add(5 * time.Second)
+	for {
+		ch, err := o.in.channel("ch")
+		if err == nil {
+			ch.mu.Lock()
+			ts := ch.tracks["stream0"]
+			n := 0
+			if ts != nil {
+				n = ts.sessions
+			}
+			ch.mu.Unlock()
+			if n == 1 {
+				break
+			}
+		}
+		if time.Now().After(waitUntil) {
+			t.Fatal("the init request never reached the track")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	segDone := make(chan int, 1)
+	var segAnswer string
+	go func() {
+		status, answer := o.post(t, "/ingest/ch/chunk-stream0-00001.m4s", bytes.NewReader(concat(styp(false), videoChunk(t, 0, 50, true))))
+		segAnswer = answer
+		segDone <- status
+	}()
+	select {
+	case status := <-segDone:
+		t.Fatalf("the media request was answered (%d %s) before the header it needs had arrived", status, segAnswer)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if _, err := pw.Write(init[8:]); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	if status := <-initDone; status != 200 {
+		t.Fatalf("init: %d", status)
+	}
+	if status := <-segDone; status != 200 {
+		t.Fatalf("media segment sent while its init arrived: %d %s", status, segAnswer)
 	}
 }
