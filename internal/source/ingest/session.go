@@ -29,9 +29,9 @@ type trackState struct {
 	feed     sync.Mutex
 	sessions int // requests feeding it now (under the channel's lock)
 
-	id        string
-	kind      media.Kind
-	header    *Header      // the newest CMAF header: a later request may send media only
+	id     string
+	kind   media.Kind
+	header *Header // the newest CMAF header: a later request may send media only
 	// headerSet is closed when the track's first header is stored (under feed), for a
 	// media-only request that came while another request was still sending it.
 	headerSet chan struct{}
