@@ -384,7 +384,7 @@ func (f *follower) event(ev hub.Event, now time.Time) error {
 	switch {
 	case ev.Index < want:
 		return nil // sent already (catch-up)
-	case ev.Index > want && !s.fillFromStore(t, ev.Number, want, ev.Index):
+	case ev.Index > want && !s.sendStored(t, ev.Number, want, ev.Index):
 		s.lost++
 		s.beginSkip("hub queue overflow", true)
 		return nil
@@ -409,10 +409,7 @@ func (f *follower) otherEvent(ev hub.Event, now time.Time) error {
 	if ev.Number > f.otherSeg {
 		if !f.hold && !s.skipping && !f.otherWait {
 			// The rest of its segment and any between, from the store (see catchUpTo).
-			s.sendStored(s.other, f.otherSeg, f.next[ev.Track])
-			for m := f.otherSeg + 1; m < ev.Number; m++ {
-				s.sendStored(s.other, m, 0)
-			}
+			s.sendStoredUntil(s.other, f.otherSeg, f.next[ev.Track], ev.Number)
 		}
 		f.otherSeg, f.otherWait = ev.Number, false
 		f.next[ev.Track] = 0
@@ -428,7 +425,7 @@ func (f *follower) otherEvent(ev hub.Event, now time.Time) error {
 	switch {
 	case ev.Index < want:
 		return nil // sent already (catch-up)
-	case ev.Index > want && !s.fillFromStore(s.other, ev.Number, want, ev.Index):
+	case ev.Index > want && !s.sendStored(s.other, ev.Number, want, ev.Index):
 		s.lost++
 		f.otherWait = true
 		return nil
@@ -448,7 +445,7 @@ func (f *follower) catchUpTo(target uint64, now time.Time) error {
 	s := f.s
 	if !f.hold && !s.skipping {
 		t := s.ladder[s.rung]
-		s.sendStored(t, f.seg, f.next[t.ID])
+		s.sendStored(t, f.seg, f.next[t.ID], -1)
 	}
 	for m := f.seg + 1; m < target; m++ {
 		if err := f.begin(m, now); err != nil {
@@ -457,47 +454,44 @@ func (f *follower) catchUpTo(target uint64, now time.Time) error {
 		if f.hold || s.skipping {
 			continue
 		}
-		if !s.sendStored(s.ladder[s.rung], m, 0) {
+		if !s.sendStored(s.ladder[s.rung], m, 0, -1) {
 			s.beginSkip("hub queue overflow", true)
 		}
 	}
 	return nil
 }
 
-// sendStored queues the chunks of segment n of track t from index from on, as the
-// channel stores them now; false when it does not store the segment.
-func (s *session) sendStored(t *media.Track, n uint64, from int) bool {
+// sendStored queues chunks from..to-1 of segment n of track t (to < 0: to the last
+// stored) from the channel's store: what the hub's queue for this session dropped
+// when a source appended in bursts (a relay catching up, an encoder posting whole
+// segments); the events only announce, the chunks stay stored unless they left the
+// window. It reports false when the store does not hold them.
+func (s *session) sendStored(t *media.Track, n uint64, from, to int) bool {
 	c, ok := s.src.(*hub.Channel)
 	if !ok {
 		return false
 	}
 	seg, complete, err := c.Partial(t.ID, n)
-	if err != nil {
+	if err != nil || len(seg.Chunks) < to {
 		return false
 	}
-	for i := from; i < len(seg.Chunks); i++ {
+	if to < 0 {
+		to = len(seg.Chunks)
+	}
+	for i := from; i < to; i++ {
 		s.pushChunk(t, n, i, complete && i == len(seg.Chunks)-1, seg.Chunks[i])
 	}
 	return true
 }
 
-// fillFromStore queues chunks from..to-1 of segment n of track t from the channel's
-// store, when the hub's queue for this session dropped their events (a source that
-// appends in bursts: a relay catching up, an encoder posting whole segments). The
-// events only announce; the chunks are still stored unless they left the window.
-func (s *session) fillFromStore(t *media.Track, n uint64, from, to int) bool {
-	c, ok := s.src.(*hub.Channel)
-	if !ok {
-		return false
+// sendStoredUntil queues, from the store, the rest of track t's segment seg from
+// chunk next and every segment between it and target (one track's own order; the
+// video ladder goes through catchUpTo, which lets the policy decide per segment).
+func (s *session) sendStoredUntil(t *media.Track, seg uint64, next int, target uint64) {
+	s.sendStored(t, seg, next, -1)
+	for m := seg + 1; m < target; m++ {
+		s.sendStored(t, m, 0, -1)
 	}
-	seg, _, err := c.Partial(t.ID, n)
-	if err != nil || len(seg.Chunks) < to {
-		return false
-	}
-	for i := from; i < to; i++ {
-		s.pushChunk(t, n, i, false, seg.Chunks[i])
-	}
-	return true
 }
 
 func (s *session) queueLimit() time.Duration {

@@ -166,10 +166,7 @@ func (s *session) relayEvent(tracks map[string]*relayTrack, ev hub.Event) error 
 	if ev.Number > rt.seg {
 		if !rt.wait && !s.skipping {
 			// What the hub's queue dropped before this segment began, from the store.
-			s.sendStored(rt.t, rt.seg, rt.next)
-			for m := rt.seg + 1; m < ev.Number; m++ {
-				s.sendStored(rt.t, m, 0)
-			}
+			s.sendStoredUntil(rt.t, rt.seg, rt.next, ev.Number)
 		}
 		rt.seg, rt.next, rt.wait = ev.Number, 0, false
 	}
@@ -182,7 +179,7 @@ func (s *session) relayEvent(tracks map[string]*relayTrack, ev hub.Event) error 
 		return nil
 	case ev.Index < rt.next:
 		return nil // sent already (catch-up)
-	case ev.Index > rt.next && !s.fillFromStore(rt.t, ev.Number, rt.next, ev.Index):
+	case ev.Index > rt.next && !s.sendStored(rt.t, ev.Number, rt.next, ev.Index):
 		s.lost++ // the hub's queue for this session overflowed, and the store no longer has them
 		rt.wait = true
 		s.beginSkip("hub queue overflow", false)
