@@ -16,6 +16,7 @@ type item struct {
 	seq        uint64
 	data       []byte // init segment or chunk, shared
 
+	off     int           // bytes of its frame already written (fan-out: a frame half out)
 	media   bool          // a chunk (skips drop these; texts and inits stay)
 	primary bool          // a chunk of the adaptive kind (video), for the queued duration
 	dur     time.Duration // media duration of a chunk
@@ -39,6 +40,7 @@ type outQueue struct {
 	dur     time.Duration // media duration of queued primary chunks
 	writing int64         // size of the message being written
 	closed  bool
+	drainer bool // a fan-out viewer's drain goroutine runs (fanout.go)
 
 	wake  chan struct{} // to the writer: something was queued
 	space chan struct{} // to the feeder: something was written
@@ -75,6 +77,10 @@ func (q *outQueue) push(it item) {
 func (q *outQueue) pop() (it item, ok bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.popLocked()
+}
+
+func (q *outQueue) popLocked() (it item, ok bool) {
 	if q.head == len(q.items) {
 		return item{}, false
 	}
@@ -119,7 +125,7 @@ func (q *outQueue) dropMedia() int {
 	kept := q.items[:q.head]
 	dropped := 0
 	for _, it := range q.items[q.head:] {
-		if it.media {
+		if it.media && it.off == 0 { // a frame half out is finished
 			dropped++
 			q.bytes -= it.size()
 			if it.primary {
@@ -143,4 +149,57 @@ func (q *outQueue) close() {
 	q.mu.Unlock()
 	signal(q.wake)
 	signal(q.space)
+}
+
+// busy says whether the queue holds messages or a drain runs: a fan-out viewer's new
+// frames then go behind them.
+func (q *outQueue) busy() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.drainer || q.head < len(q.items)
+}
+
+// pushAll queues its (copies of the items; the slice is the caller's).
+func (q *outQueue) pushAll(its []item) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return
+	}
+	for _, it := range its {
+		q.items = append(q.items, it)
+		q.bytes += it.size()
+		if it.primary {
+			q.dur += it.dur
+		}
+	}
+}
+
+// claimDrain marks a drain as running; false if one runs already.
+func (q *outQueue) claimDrain() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.drainer {
+		return false
+	}
+	q.drainer = true
+	return true
+}
+
+// popDrain is pop for the drain: when the queue is empty (or closed) the drain
+// stops, in the same critical section, so a later frame starts a new one.
+func (q *outQueue) popDrain() (item, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	it, ok := q.popLocked()
+	if !ok {
+		q.drainer = false
+	}
+	return it, ok
+}
+
+func (q *outQueue) stopDrain() {
+	q.mu.Lock()
+	q.drainer = false
+	q.mu.Unlock()
 }

@@ -54,6 +54,9 @@ type Options struct {
 	Logger *slog.Logger
 	// OnSessionEnd, when set, receives each session's statistics (tests, load runs).
 	OnSessionEnd func(SessionStats)
+	// NoFanOut serves every live session on its own goroutines, as before the
+	// channel fan-out (fanout.go): for comparisons.
+	NoFanOut bool
 }
 
 func (o *Options) defaults() {
@@ -98,6 +101,7 @@ type Handler struct {
 
 	mu       sync.Mutex
 	sessions map[*session]struct{}
+	fanouts  map[*hub.Channel]*fanout
 	active   atomic.Int64
 	ctr      counters // for /metrics
 }
@@ -113,7 +117,7 @@ func NewHandler(ctx context.Context, h *hub.Hub, opts Options) (*Handler, error)
 			return nil, fmt.Errorf("wspush: channel %q: %w", name, err)
 		}
 	}
-	hd := &Handler{hub: h, opts: opts, base: ctx, sessions: map[*session]struct{}{}}
+	hd := &Handler{hub: h, opts: opts, base: ctx, sessions: map[*session]struct{}{}, fanouts: map[*hub.Channel]*fanout{}}
 	context.AfterFunc(ctx, hd.shutdown)
 	return hd, nil
 }
@@ -195,6 +199,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // Accept answered the request
 	}
 	s := newSession(h, conn, hw.conn, src)
+	s.guard = hw.guard
 	if h.base.Err() != nil {
 		s.closeWith(CloseGoingAway, "origin shutting down")
 		return
@@ -219,15 +224,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // hijackRecorder keeps the connection the WebSocket library hijacks, so the session
-// can read TCP_INFO and set socket options on it.
+// can read TCP_INFO and set socket options on it, and puts the library's writes
+// behind a sockGuard, so a fan-out viewer's frames (written to the socket directly)
+// and the library's control frames (pong, close) never interleave.
 type hijackRecorder struct {
 	http.ResponseWriter
-	conn net.Conn
+	conn  net.Conn
+	guard *sockGuard
 }
 
 func (h *hijackRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c, rw, err := http.NewResponseController(h.ResponseWriter).Hijack()
 	h.conn = c
+	if err == nil && rw != nil && rw.Writer.Buffered() == 0 {
+		h.guard = &sockGuard{c: c}
+		rw.Writer.Reset(h.guard) // keeps the buffer; only where it flushes changes
+	}
 	return c, rw, err
 }
 

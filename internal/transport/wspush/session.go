@@ -86,6 +86,15 @@ type session struct {
 	status   atomic.Pointer[Status]
 
 	st SessionStats // writer counters; switches and skips by the feeder
+
+	// A fan-out viewer (fanout.go): its socket's write guard, and, under the
+	// fan-out's lock, where it is in each track and the frames due in this batch.
+	guard      *sockGuard
+	fan        *fanout // nil: not (or no longer) in a fan-out
+	vPos, aPos trackPos
+	due        []item
+	touched    bool
+	closing    atomic.Bool // no new frames: the session is closing
 }
 
 func newSession(h *Handler, conn *websocket.Conn, nc net.Conn, src hub.Stream) *session {
@@ -108,6 +117,7 @@ func newSession(h *Handler, conn *websocket.Conn, nc net.Conn, src hub.Stream) *
 // loops stop.
 func (s *session) closeWith(code int, reason string) {
 	s.closeOnce.Do(func() {
+		s.closing.Store(true) // a fan-out viewer sends nothing after the close frame
 		s.closeMu.Lock()
 		s.closeCode, s.closeReason = code, reason
 		s.closeMu.Unlock()
@@ -132,6 +142,10 @@ func (s *session) run(ctx context.Context) {
 			s.closeWith(int(closeCodeOf(err)), err.Error())
 		}
 		s.finish(began)
+		return
+	}
+	if s.fanOutEligible() {
+		s.runFanOut(ctx, s.src.(*hub.Channel), began)
 		return
 	}
 	s.h.active.Add(1)
@@ -346,7 +360,7 @@ func (s *session) push(v any) {
 	if err != nil {
 		return
 	}
-	s.q.push(item{text: b})
+	s.emit(item{text: b})
 }
 
 func (s *session) pushInit(t *media.Track, n uint64) error {
@@ -354,7 +368,7 @@ func (s *session) pushInit(t *media.Track, n uint64) error {
 	if err != nil {
 		return err
 	}
-	s.q.push(item{kind: KindInit, track: s.index[t.ID], seq: n - s.base, data: b})
+	s.emit(item{kind: KindInit, track: s.index[t.ID], seq: n - s.base, data: b})
 	return nil
 }
 
@@ -364,7 +378,7 @@ func (s *session) pushChunk(t *media.Track, n uint64, i int, last bool, c *media
 	if i == 0 {
 		seq = n - s.base
 	}
-	s.q.push(item{
+	s.emit(item{
 		kind: KindChunk, start: i == 0, end: last, track: s.index[t.ID], seq: seq, data: c.Data,
 		media: true, primary: t.Kind == s.ladder[0].Kind && (s.relay == nil || t == s.ladder[0]), dur: t.Duration(c.Duration),
 	})
@@ -493,6 +507,9 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func (s *session) beginSkip(why string, drop bool) {
 	if drop {
 		s.lost += s.q.dropMedia()
+		if s.fan != nil {
+			s.lost += s.dropDueMedia()
+		}
 	}
 	if !s.skipping {
 		s.skipping, s.skipWhy = true, why
