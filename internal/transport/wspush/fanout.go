@@ -43,7 +43,7 @@ type fanout struct {
 
 	refs int // sessions using it (Handler.mu)
 
-	mu      sync.Mutex // taken before a session's guard, then its queue
+	mu      sync.Mutex                       // taken before a session's guard, then its queue
 	viewers map[string]map[*session]struct{} // by track ID
 	touched []*session                       // viewers with frames due in this batch
 	ended   bool                             // the channel ended
@@ -161,6 +161,7 @@ func (fo *fanout) join(s *session) error {
 		}
 		vs[s] = struct{}{}
 	}
+	fo.h.fanned.Add(1)
 	fo.flush()
 	return nil
 }
@@ -173,6 +174,9 @@ func (fo *fanout) leave(s *session) {
 }
 
 func (fo *fanout) remove(s *session) {
+	if s.fan == fo {
+		fo.h.fanned.Add(-1)
+	}
 	for _, vs := range fo.viewers {
 		delete(vs, s)
 	}
@@ -314,6 +318,7 @@ func (fo *fanout) checkBacklog(s *session) error {
 // caller holds the guard and hands it over.
 func (s *session) startDrain(held bool) {
 	if s.q.claimDrain() {
+		s.h.ctr.handoffs.Add(1)
 		go s.drain(held)
 	} else if held {
 		s.guard.mu.Unlock() // cannot happen: a running drain means the queue was busy

@@ -14,6 +14,7 @@ type counters struct {
 	messages, chunks         atomic.Int64
 	payloadBytes, overhead   atomic.Int64 // media and inits; framing, headers and texts
 	switches, skips, lostMsg atomic.Int64
+	handoffs                 atomic.Int64 // fan-out viewers handed to a drain goroutine
 
 	mu    sync.Mutex
 	ended map[int]int64 // sessions ended, by close code (0: the client vanished)
@@ -43,13 +44,17 @@ var (
 		"Bytes pushed on top of the media: WebSocket frame headers, this protocol's headers, JSON messages.", nil, nil)
 	descSwitches = prometheus.NewDesc("streambed_ws_switches_total",
 		"Rendition switches decided by the server's adaptation policies.", nil, nil)
+	descFanOut = prometheus.NewDesc("streambed_ws_fanout_viewers",
+		"WebSocket push sessions served by a live channel's fan-out loop.", nil, nil)
+	descHandoffs = prometheus.NewDesc("streambed_ws_fanout_handoffs_total",
+		"Times a fan-out viewer's socket was full and its queue went to a goroutine of its own.", nil, nil)
 	descSkips = prometheus.NewDesc("streambed_ws_skips_total",
 		"Skips to the next keyframe (slow readers, policy holds), and the chunks they dropped.", []string{"what"}, nil)
 )
 
 // Describe and Collect make the handler a Prometheus collector.
 func (h *Handler) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descSessions, descEnded, descMessages, descChunks, descPayload, descOverhead, descSwitches, descSkips} {
+	for _, d := range []*prometheus.Desc{descSessions, descEnded, descMessages, descChunks, descPayload, descOverhead, descSwitches, descSkips, descFanOut, descHandoffs} {
 		ch <- d
 	}
 }
@@ -72,6 +77,8 @@ func (h *Handler) Collect(ch chan<- prometheus.Metric) {
 	counter(descPayload, c.payloadBytes.Load())
 	counter(descOverhead, c.overhead.Load())
 	counter(descSwitches, c.switches.Load())
+	counter(descHandoffs, c.handoffs.Load())
+	ch <- prometheus.MustNewConstMetric(descFanOut, prometheus.GaugeValue, float64(h.FanOutViewers()))
 	counter(descSkips, c.skips.Load(), "skips")
 	counter(descSkips, c.lostMsg.Load(), "chunks_dropped")
 }

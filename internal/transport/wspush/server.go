@@ -103,7 +103,8 @@ type Handler struct {
 	sessions map[*session]struct{}
 	fanouts  map[*hub.Channel]*fanout
 	active   atomic.Int64
-	ctr      counters // for /metrics
+	fanned   atomic.Int64 // sessions in a channel fan-out
+	ctr      counters     // for /metrics
 }
 
 // NewHandler returns a handler over h. Sessions end with 1001 when ctx is done.
@@ -151,6 +152,9 @@ func Attach(ctx context.Context, host transport.Host, cfg Config) (*Handler, err
 
 // Active is the number of sessions streaming now.
 func (h *Handler) Active() int { return int(h.active.Load()) }
+
+// FanOutViewers is the number of sessions served by a channel's fan-out loop.
+func (h *Handler) FanOutViewers() int { return int(h.fanned.Load()) }
 
 // Sessions is the number of open sockets, started or still waiting for start.
 func (h *Handler) Sessions() int {

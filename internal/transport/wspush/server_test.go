@@ -365,6 +365,8 @@ func TestSlowReaderSkipsThenCloses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer good.CloseNow()
+	// Both are fixed-rung live viewers over plain TCP: the channel's fan-out serves them.
+	waitFor(t, 5*time.Second, "both sessions in the fan-out", func() bool { return o.handler.FanOutViewers() == 2 })
 	next := map[uint8]uint64{}
 	started := map[uint8]bool{}
 	for {
