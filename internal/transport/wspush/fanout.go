@@ -111,9 +111,9 @@ func (s *session) runFanOut(ctx context.Context, c *hub.Channel, began time.Time
 	}
 	s.q.close()
 	// A drain writes and counts only while it holds the guard and the queue is
-	// open: once both are seen here, the statistics are final.
+	// open: with the queue closed and the guard held, the statistics are final.
 	s.guard.mu.Lock()
-	s.guard.mu.Unlock() //nolint:staticcheck // an empty critical section: waits for a drain's last write
+	defer s.guard.mu.Unlock()
 	s.finish(began)
 }
 
