@@ -99,6 +99,9 @@ func (s *session) runFanOut(ctx context.Context, c *hub.Channel, began time.Time
 	if s.opts.NotSentLowat > 0 {
 		_ = setNotSentLowat(s.raw, s.opts.NotSentLowat)
 	}
+	if !s.start.At.Position {
+		s.awaitKeyframe(c, s.ladder[s.rung])
+	}
 	fo := s.h.fanoutFor(c)
 	defer s.h.releaseFanout(fo)
 	if err := fo.join(s); err != nil {

@@ -44,6 +44,14 @@ func (s *session) feedChannel(ctx context.Context, c *hub.Channel) error {
 func (s *session) startLive(c *hub.Channel, ref *media.Track) (n, live uint64, err error) {
 	tl := c.Timeline()
 	now := c.Now()
+	n, live = s.liveStart(c, ref, now)
+	s.base = n
+	return n, live, s.ready(startOf(c, ref, n, now), true, tl.AvailabilityStart, 0)
+}
+
+// liveStart is startLive's choice of the first segment, and the one in progress.
+func (s *session) liveStart(c *hub.Channel, ref *media.Track, now time.Time) (n, live uint64) {
+	tl := c.Timeline()
 	latest, complete := c.Latest(now)
 	if complete {
 		live = latest + 1
@@ -62,8 +70,32 @@ func (s *session) startLive(c *hub.Channel, ref *media.Track) (n, live uint64, e
 		// segment nothing of the segment in progress is out until it completes).
 		n = latest
 	}
-	s.base = n
-	return n, live, s.ready(startOf(c, ref, n, now), true, tl.AvailabilityStart, 0)
+	return n, live
+}
+
+// awaitKeyframe waits until the keyframe a live session would start at is stored
+// (the fan-out joins only then): a channel that has just begun may announce a
+// segment by its schedule before its source stored it, and a session that began
+// there would start with the next segment, one sequence on (up to StartTimeout).
+func (s *session) awaitKeyframe(c *hub.Channel, ref *media.Track) {
+	end := time.Now().Add(s.opts.StartTimeout)
+	for time.Now().Before(end) {
+		now := c.Now()
+		n, _ := s.liveStart(c, ref, now)
+		if keyframeOut(c, ref, n) {
+			return
+		}
+		e, _, grew, err := c.Edge(ref.ID, now)
+		if err != nil || e.Ended {
+			return
+		}
+		select {
+		case <-grew:
+		case <-s.closed:
+			return
+		case <-time.After(100 * time.Millisecond): // the schedule moves without a chunk stored
+		}
+	}
 }
 
 // segmentAt is the segment of track t that holds media position pos (seconds from
