@@ -5,7 +5,7 @@
 # $work; sets SB_PID.
 
 CG=/sys/fs/cgroup/cpu
-CG_PERIOD=10000
+CG_PERIOD=${CG_PERIOD:-10000} # µs; the kernel wants a quota of at least 1000 µs (0.05 core: CG_PERIOD=20000)
 
 # cap_require NAME TOOL... — root, the tools, the cgroup controller, the binary.
 cap_require() {

@@ -14,7 +14,7 @@
 #
 # Usage: sudo bench/ws-capacity-nginx.sh   (`make bench-ws-capacity-nginx`; env:
 #        CLIENTS="500,1000,2000,3000,4000" CPU_QUOTA=0.15 DURATION=20s
-#        OUT=docs/results/wspush-capacity-nginx/DATE)
+#        OUT=docs/results/wspush-capacity-nginx/DATE SB_TRANSPORTS=ws,http1)
 # Needs root (cgroups), nginx, taskset, curl, python3; about (steps × 3 × (DURATION + 10 s)).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +26,7 @@ OUT=${OUT:-docs/results/wspush-capacity-nginx/$(date -u +%Y-%m-%d)}
 ASSETS=${ASSETS:-.cache/bench/capacity-assets}
 SB_PORT=${SB_PORT:-18731}
 NGX_PORT=${NGX_PORT:-18732}
+SB_TRANSPORTS=${SB_TRANSPORTS:-ws,http1} # Streambed's transports measured (ws alone: a shorter run)
 # shellcheck source=bench/capacity-lib.sh
 . bench/capacity-lib.sh
 cap_require ws-capacity-nginx nginx taskset curl python3
@@ -79,7 +80,7 @@ curl -sf "http://127.0.0.1:$NGX_PORT/live/seg/manifest.mpd" -o /dev/null || { ec
 echo "== origin pid $SB_PID, nginx pids $NGX_PIDS; each held to $CPU_QUOTA core on core 0; clients on core 1"
 
 common=(--tracks v180 --clients "$CLIENTS" --duration "$DURATION" --ramp 4s --pause 5s)
-cap_load streambed "http://127.0.0.1:$SB_PORT/live/seg/manifest.mpd" --transport ws,http1 "${common[@]}"
+cap_load streambed "http://127.0.0.1:$SB_PORT/live/seg/manifest.mpd" --transport "$SB_TRANSPORTS" "${common[@]}"
 cap_load nginx "http://127.0.0.1:$NGX_PORT/live/seg/manifest.mpd" --transport http1 "${common[@]}" --server-pids "$(echo $NGX_PIDS | tr ' ' ',')"
 
 echo "== clients keeping up (share ≥ 95% of the encoded bitrate), server CPU (cores)"

@@ -234,20 +234,29 @@ func TestUnknownStream(t *testing.T) {
 
 // TestShutdownCloses1001: the origin going away closes live sessions with 1001.
 func TestShutdownCloses1001(t *testing.T) {
-	o := newOrigin(t, 0, Options{})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := Dial(ctx, o.wsURL("/ws/live"), DialOptions{})
-	if err != nil {
-		t.Fatal(err)
+	// The default policy adapts (a session of its own); fixed is served by the
+	// channel's fan-out.
+	for _, policy := range []string{"", PolicyFixed} {
+		t.Run("policy="+policy, func(t *testing.T) {
+			o := newOrigin(t, 0, Options{})
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			c, err := Dial(ctx, o.wsURL("/ws/live"), DialOptions{Start: Start{Policy: policy}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 5*time.Second, "an active session", func() bool { return o.handler.Active() == 1 })
+			if fanned := o.handler.FanOutViewers() == 1; fanned != (policy == PolicyFixed) {
+				t.Fatalf("in the fan-out: %v, policy %q", fanned, policy)
+			}
+			o.cancel()
+			ce, _ := readUntilClose(t, c, 8*time.Second)
+			if ce.Code != CloseGoingAway {
+				t.Errorf("close %v, want 1001", ce)
+			}
+			waitFor(t, 5*time.Second, "the session to end", func() bool { return o.handler.Active() == 0 && o.handler.FanOutViewers() == 0 })
+		})
 	}
-	waitFor(t, 5*time.Second, "an active session", func() bool { return o.handler.Active() == 1 })
-	o.cancel()
-	ce, _ := readUntilClose(t, c, 8*time.Second)
-	if ce.Code != CloseGoingAway {
-		t.Errorf("close %v, want 1001", ce)
-	}
-	waitFor(t, 5*time.Second, "the session to end", func() bool { return o.handler.Active() == 0 })
 }
 
 // TestVanishingClientFreesSession: a client that disappears mid-message, before or
@@ -256,17 +265,22 @@ func TestVanishingClientFreesSession(t *testing.T) {
 	o := newOrigin(t, 40*time.Millisecond, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	// After start: drop the TCP connection without a close frame.
-	c, err := Dial(ctx, o.wsURL("/ws/live"), DialOptions{})
-	if err != nil {
-		t.Fatal(err)
+	// After start: drop the TCP connection without a close frame; a session of its
+	// own (the default policy adapts) and one in the channel's fan-out (fixed).
+	for _, policy := range []string{"", PolicyFixed} {
+		c, err := Dial(ctx, o.wsURL("/ws/live"), DialOptions{Start: Start{Policy: policy}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Next(ctx); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 5*time.Second, "a subscriber", func() bool { return o.channel.Subscribers() == 1 })
+		c.CloseNow()
+		waitFor(t, 10*time.Second, "the subscription to end", func() bool {
+			return o.channel.Subscribers() == 0 && o.handler.Active() == 0 && o.handler.FanOutViewers() == 0
+		})
 	}
-	if _, err := c.Next(ctx); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 5*time.Second, "a subscriber", func() bool { return o.channel.Subscribers() == 1 })
-	c.CloseNow()
-	waitFor(t, 10*time.Second, "the subscription to end", func() bool { return o.channel.Subscribers() == 0 && o.handler.Active() == 0 })
 
 	// Before start: half a frame of a start message, then gone.
 	addr := strings.TrimPrefix(o.srv.URL, "http://")
