@@ -184,7 +184,12 @@ func (fo *fanout) remove(s *session) {
 		delete(vs, s)
 	}
 	s.fan = nil
-	clear(s.due)
+	s.dropDue()
+}
+
+// dropDue empties the frames due, keeping the slice for the next batch.
+func (s *session) dropDue() {
+	clear(s.due) // let the chunks go
 	s.due = s.due[:0]
 }
 
@@ -251,8 +256,7 @@ func (fo *fanout) flush() {
 				go s.conn.CloseNow() // the client is gone; its reader sees it and ends the session
 			}
 		}
-		clear(s.due) // let the chunks go
-		s.due = s.due[:0]
+		s.dropDue()
 	}
 	clear(fo.touched)
 	fo.touched = fo.touched[:0]
@@ -272,6 +276,7 @@ func (fo *fanout) send(s *session) error {
 	q := s.q
 	if q.busy() || !s.guard.mu.TryLock() {
 		q.pushAll(s.due)
+		s.dropDue() // queued now: a skip must not count them twice
 		s.startDrain(false)
 		return fo.checkBacklog(s)
 	}
@@ -297,6 +302,7 @@ func (fo *fanout) send(s *session) error {
 	}
 	s.due[k].off = off
 	q.pushAll(s.due[k:])
+	s.dropDue()
 	if off > 0 {
 		// A frame is half out: the guard stays locked, handed to the drain, so no
 		// control frame of the library can come between its halves.

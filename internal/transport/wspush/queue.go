@@ -194,6 +194,9 @@ func (q *outQueue) popDrain() (item, bool) {
 	it, ok := q.popLocked()
 	if !ok {
 		q.drainer = false
+		if cap(q.items) > 64 {
+			q.items = nil // a viewer that once fell behind does not keep the room
+		}
 	}
 	return it, ok
 }
