@@ -56,6 +56,7 @@ type fanout struct {
 	wn      int
 	werr    error
 	tally   tally // counters of this batch, added to /metrics once per batch
+	writevs int64 // writev calls of the fast path (tests: frames due together go in one)
 }
 
 func (h *Handler) fanoutFor(c *hub.Channel) *fanout {
@@ -281,6 +282,7 @@ func (fo *fanout) send(s *session) error {
 		return fo.checkBacklog(s)
 	}
 	items := s.due[:min(len(s.due), maxWritevItems)]
+	fo.writevs++
 	n, err := fo.writev(s, items)
 	if err != nil {
 		s.guard.mu.Unlock()

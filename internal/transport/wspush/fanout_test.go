@@ -279,3 +279,32 @@ func TestFanOutSlowViewerDoesNotDelayOthers(t *testing.T) {
 		}
 	}
 }
+
+// TestFanOutGathersFramesDueTogether: a video and an audio chunk taken in one batch
+// leave for each viewer in one writev, in the order the hub announced them.
+func TestFanOutGathersFramesDueTogether(t *testing.T) {
+	fo, ss, cs := loopViewers(t, 3, 0)
+	audio := &media.Track{ID: "a", Kind: media.Audio, Timescale: 48000}
+	fo.viewers["a"] = map[*session]struct{}{}
+	for _, s := range ss {
+		s.other = audio
+		s.index["a"] = 1
+		s.aPos = trackPos{seg: 7}
+		fo.viewers["a"][s] = struct{}{}
+	}
+	v, a := bytes.Repeat([]byte{1}, 3000), bytes.Repeat([]byte{2}, 400)
+	fo.mu.Lock()
+	fo.event(hub.Event{Track: "v", Number: 7, Index: 0, Chunk: &media.Chunk{Data: v, Duration: 3600}})
+	fo.event(hub.Event{Track: "a", Number: 7, Index: 0, Chunk: &media.Chunk{Data: a, Duration: 1024}})
+	fo.flush()
+	fo.mu.Unlock()
+	if fo.writevs != int64(len(ss)) {
+		t.Errorf("%d writev calls for %d viewers with two frames due each, want one each", fo.writevs, len(ss))
+	}
+	for i, c := range cs {
+		fs := readFrames(t, c, 2)
+		if fs[0].Track != 0 || !bytes.Equal(fs[0].Payload, v) || fs[1].Track != 1 || !bytes.Equal(fs[1].Payload, a) {
+			t.Fatalf("viewer %d: frames for tracks %d and %d, want the video chunk then the audio chunk", i, fs[0].Track, fs[1].Track)
+		}
+	}
+}
