@@ -159,7 +159,7 @@ func (q *outQueue) busy() bool {
 	return q.drainer || q.head < len(q.items)
 }
 
-// pushAll queues its (copies of the items; the slice is the caller's).
+// pushAll queues copies of its items (the slice stays the caller's).
 func (q *outQueue) pushAll(its []item) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
