@@ -191,7 +191,7 @@ func run(ctx context.Context, o options, progress io.Writer) error {
 	fmt.Fprintf(progress, "network up: %s; WAN %v one way at %s, access %v at %s\n", nw.Why(),
 		o.links.WANDelay, o.links.WANRate, o.links.AccessDelay, o.links.AccessRate)
 	l := &lab{nw: nw, o: o, progress: progress}
-	res := &Results{Command: o.command, Started: time.Now().UTC(), Commit: commit(),
+	res := &Results{Command: o.command, Started: time.Now().UTC(), Commit: commit(), LoadAvg: [2]string{loadAvg()},
 		Note: "The machine (2 cores) was shared with other engineers' work during the run: read spreads, not single figures.",
 		Settings: ResultsConfig{WANDelayMs: ms(o.links.WANDelay), WANRate: o.links.WANRate.String(),
 			AccessDelayMs: ms(o.links.AccessDelay), AccessRate: o.links.AccessRate.String(),
@@ -236,6 +236,7 @@ func run(ctx context.Context, o options, progress io.Writer) error {
 		}
 	}
 	res.Finished = time.Now().UTC()
+	res.LoadAvg[1] = loadAvg()
 	if err := writeResults(o.out, res); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -35,6 +36,8 @@ type CellResult struct {
 	Failed         int                `json:"sessions_failed"`
 	TimeShifted    int                `json:"sessions_time_shifted"`
 	Jumps          int                `json:"jumps_to_live_edge"`
+	// LoadAvg is the machine's /proc/loadavg after the load: the other work on it.
+	LoadAvg string `json:"loadavg_after"`
 
 	Servers  map[Role]*ServerResult `json:"servers"`
 	CacheLog *cacheLog              `json:"cache_log,omitempty"`
@@ -109,6 +112,7 @@ type Results struct {
 	Commit   string        `json:"commit"`
 	Settings ResultsConfig `json:"settings"`
 	Note     string        `json:"note"`
+	LoadAvg  [2]string     `json:"loadavg_start_end"` // /proc/loadavg
 	Cells    []*CellResult `json:"cells"`
 	Failed   []string      `json:"failed_cells,omitempty"`
 }
@@ -214,6 +218,9 @@ func writeMarkdown(w io.Writer, r *Results) {
 	fmt.Fprintf(w, "Run %s – %s, commit %s, %d repetition(s); %s. Each cell: 0 → %d workers of the DASH live loop over %.0f s, %.0f s in all; WAN %.0f ms one way at %s, access links %.0f ms at %s (%s); servers on CPU %s, encoder and load on CPU %s. %s\n\n",
 		r.Started.UTC().Format("2006-01-02T15:04Z"), r.Finished.UTC().Format("15:04Z"), r.Commit, s.Reps, s.Encoder,
 		s.Workers, s.RampS, s.DurationS, s.WANDelayMs, s.WANRate, s.AccessDelayMs, s.AccessRate, s.Backend, orAll(s.ServerCPUs), orAll(s.ClientCPUs), r.Note)
+	if r.LoadAvg[0] != "" {
+		fmt.Fprintf(w, "Load average (1, 5, 15 min) at the start: %s; at the end: %s.\n\n", r.LoadAvg[0], r.LoadAvg[1])
+	}
 	gs := groups(r.Cells)
 	p99c2 := map[string]float64{}
 	for _, g := range gs {
@@ -298,4 +305,14 @@ func orAll(cpus string) string {
 		return "any"
 	}
 	return cpus
+}
+
+// loadAvg is the first three fields of /proc/loadavg (1, 5, 15 minutes).
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
 }

@@ -282,11 +282,12 @@ func (l *lab) runCell(ctx context.Context, c Cell, dir string) (res *CellResult,
 		return nil, err
 	}
 	loadS := time.Since(t0).Seconds()
+	avg := loadAvg()
 	mem.finish()
 	u1 := usages(servers)
 	res = &CellResult{Config: int(c.Config), ConfigName: c.ConfigName(), Cache: string(c.cache()), UseCase: c.UseCase.Name, Rep: c.Rep,
 		Workers: ld.Workers, RampS: ld.Ramp.Seconds(), DurationS: ld.Duration.Seconds(), MeasuredS: loadS,
-		Servers: map[Role]*ServerResult{}}
+		Servers: map[Role]*ServerResult{}, LoadAvg: avg}
 	for _, r := range servers {
 		sr := &ServerResult{
 			CPUCores:       (u1[r.Role].CPU - u0[r.Role].CPU) / loadS,
