@@ -125,9 +125,10 @@ type Proc struct {
 	// Metrics is the origin's own address inside Host, where /metrics is read.
 	Metrics string
 	Server  bool // a server (pinned to the servers' CPUs), not a load or encoder process
-	// Later processes start once the origin lists the channel: an edge origin's
-	// --pull reads the upstream MPD when it starts.
-	Later bool
+	// Stage orders the start: the origin (0); the encoder (1) once the origin answers
+	// (an encoder that cannot connect exits); the edge origin and its cache (2) once
+	// the origin lists the channel (--pull reads the upstream MPD when it starts).
+	Stage int
 }
 
 // Cell is one configuration × use case × repetition.
@@ -172,7 +173,7 @@ type Plan struct {
 	Procs     []Proc
 	ViewerURL string // the MPD the load generator plays
 	// The origin's own MPD lists the channel once the encoder's first segments are
-	// in (read from OriginHost); the Later processes start then.
+	// in (read from OriginHost); stage 2 starts then.
 	OriginURL  string
 	OriginHost string
 	ReadyURL   string // an MPD that lists segments once the channel is servable end to end
@@ -200,7 +201,7 @@ func plan(c Cell, addr map[string]netip.Addr, bin, dir string, ld Load) (Plan, e
 	var p Plan
 	p.Procs = append(p.Procs, Proc{Role: RoleOrigin, Host: originHost, Server: true, Metrics: hp(originHost, port),
 		Argv: serve("0.0.0.0:"+strconv.Itoa(port), dir+"/origin", "--ingest", ingest)})
-	p.Procs = append(p.Procs, Proc{Role: RoleEncoder, Host: hostIngest,
+	p.Procs = append(p.Procs, Proc{Role: RoleEncoder, Host: hostIngest, Stage: 1,
 		Argv: []string{bin, "encode", "live", "--replay", "--ladder", "published",
 			"--to", "http://" + hp(originHost, port) + "/ingest/" + channel, "--token", ingestToken}})
 	mpd := "/live/" + channel + "/manifest.mpd"
@@ -215,9 +216,9 @@ func plan(c Cell, addr map[string]netip.Addr, bin, dir string, ld Load) (Plan, e
 		p.ReadyURL, p.ReadyHost = "http://"+hp(hostEdge, port)+mpd, hostEdge
 	case EdgeOriginCache:
 		local := "127.0.0.1:" + strconv.Itoa(edgeOriginPt)
-		p.Procs = append(p.Procs, Proc{Role: RoleEdgeOrigin, Host: hostEdge, Server: true, Metrics: local, Later: true,
+		p.Procs = append(p.Procs, Proc{Role: RoleEdgeOrigin, Host: hostEdge, Server: true, Metrics: local, Stage: 2,
 			Argv: serve(local, dir+"/edge-origin", "--pull", channel+"=http://"+hp(hostOrigin, port)+mpd)})
-		p.Procs = append(p.Procs, Proc{Role: RoleCache, Host: hostEdge, Server: true, Later: true,
+		p.Procs = append(p.Procs, Proc{Role: RoleCache, Host: hostEdge, Server: true, Stage: 2,
 			Cache: &cdn.Options{Kind: c.cache(), Role: cdn.Edge, Listen: "0.0.0.0:" + strconv.Itoa(port), Dir: dir + "/cache",
 				Upstreams: []cdn.Upstream{{Host: "127.0.0.1", Port: edgeOriginPt}}}})
 		// Ready when the edge origin itself lists segments (it pulls once the central

@@ -50,8 +50,8 @@ func TestPlanWiring(t *testing.T) {
 				t.Fatal(err)
 			}
 			o, _ := p.proc(RoleOrigin)
-			if o.Host != tc.originHost || !o.Server || o.Later {
-				t.Errorf("origin in %s (server %v, later %v), want %s, a server started first", o.Host, o.Server, o.Later, tc.originHost)
+			if o.Host != tc.originHost || !o.Server || o.Stage != 0 {
+				t.Errorf("origin in %s (server %v, stage %d), want %s, a server started first", o.Host, o.Server, o.Stage, tc.originHost)
 			}
 			if got, want := argAfter(o.Argv, "--ingest"), "ch,preset="+tc.cell.UseCase.Name+",token=scalestudy,segment=1.92s"; got != want {
 				t.Errorf("publishing point %q, want %q", got, want)
@@ -60,7 +60,7 @@ func TestPlanWiring(t *testing.T) {
 				t.Errorf("origin metrics at %s", o.Metrics)
 			}
 			enc, _ := p.proc(RoleEncoder)
-			if enc.Host != hostIngest || argAfter(enc.Argv, "--to") != "http://"+o.Metrics+"/ingest/ch" || argAfter(enc.Argv, "--ladder") != "published" {
+			if enc.Host != hostIngest || enc.Stage != 1 || argAfter(enc.Argv, "--to") != "http://"+o.Metrics+"/ingest/ch" || argAfter(enc.Argv, "--ladder") != "published" {
 				t.Errorf("encoder %v in %s", enc.Argv, enc.Host)
 			}
 			c, hasCache := p.proc(RoleCache)
@@ -80,11 +80,11 @@ func TestPlanWiring(t *testing.T) {
 				t.Fatalf("edge origin present %v, want %v", hasEdge, tc.edgeOrigin)
 			}
 			if hasEdge {
-				if e.Host != hostEdge || !e.Later || argAfter(e.Argv, "--pull") != "ch=http://10.77.0.2:8080/live/ch/manifest.mpd" ||
+				if e.Host != hostEdge || e.Stage != 2 || argAfter(e.Argv, "--pull") != "ch=http://10.77.0.2:8080/live/ch/manifest.mpd" ||
 					argAfter(e.Argv, "--http") != "127.0.0.1:8081" {
-					t.Errorf("edge origin %v in %s (later %v): want edge mode pulling the central origin, behind the cache", e.Argv, e.Host, e.Later)
+					t.Errorf("edge origin %v in %s (stage %d): want edge mode pulling the central origin, behind the cache", e.Argv, e.Host, e.Stage)
 				}
-				if !c.Later {
+				if c.Stage != 2 {
 					t.Error("the cache of configuration 3 starts before its edge origin")
 				}
 			}

@@ -138,6 +138,28 @@ func (l *lab) waitReady(ctx context.Context, host, url string, limit time.Durati
 	return fmt.Errorf("%s did not list the channel within %v (last: %s)", url, limit, last)
 }
 
+// waitUp waits until an origin answers on its /metrics.
+func (l *lab) waitUp(ctx context.Context, o Proc, limit time.Duration, exited <-chan string) error {
+	deadline := time.Now().Add(limit)
+	for {
+		select {
+		case role := <-exited:
+			return fmt.Errorf("%s exited while starting (see its log)", role)
+		default:
+		}
+		_, err := l.scrape(ctx, o)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not answer within %v: %w", o.Role, limit, err)
+		}
+		if !sleepCtx(ctx, 200*time.Millisecond) {
+			return ctx.Err()
+		}
+	}
+}
+
 // scrape reads an origin's request counters.
 func (l *lab) scrape(ctx context.Context, p Proc) (originCounts, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.Metrics+"/metrics", nil)
@@ -220,9 +242,9 @@ func (l *lab) runCell(ctx context.Context, c Cell, dir string) (res *CellResult,
 		}
 	}()
 	started := map[Role]*running{}
-	for _, later := range []bool{false, true} {
+	for stage := 0; stage <= 2; stage++ {
 		for _, q := range p.Procs {
-			if q.Role == RoleLoad || q.Later != later {
+			if q.Role == RoleLoad || q.Stage != stage {
 				continue
 			}
 			r, err := l.start(q, dir)
@@ -233,7 +255,13 @@ func (l *lab) runCell(ctx context.Context, c Cell, dir string) (res *CellResult,
 			started[q.Role] = r
 			go func() { <-r.exited; exited <- string(r.Role) }() // buffered: never blocks
 		}
-		if !later {
+		switch stage {
+		case 0:
+			o, _ := p.proc(RoleOrigin)
+			if err := l.waitUp(ctx, o, 30*time.Second, exited); err != nil {
+				return nil, err
+			}
+		case 1:
 			fmt.Fprintf(l.progress, "  waiting for the encoder's first segments at the origin…\n")
 			if err := l.waitReady(ctx, p.OriginHost, p.OriginURL, 90*time.Second, exited); err != nil {
 				return nil, err
