@@ -52,6 +52,8 @@ type options struct {
 	caches                 []cdn.Kind
 	useCases               []string
 	workers, reps          int
+	video, audio           string
+	manifestEvery          time.Duration
 	ramp, duration, warmup time.Duration
 	shiftShare             float64
 	shift                  time.Duration
@@ -74,6 +76,9 @@ func main() {
 	flag.DurationVar(&o.ramp, "ramp", 30*time.Second, "ramp 0 → workers over this")
 	flag.DurationVar(&o.duration, "duration", 60*time.Second, "load per cell, ramp included")
 	flag.DurationVar(&o.warmup, "warmup", 10*time.Second, "after the channel is servable, before the load (its second half measures the ingest-only CPU)")
+	flag.StringVar(&o.video, "video", "", "video track viewers fetch (default the top rung, v1080; e.g. v144 for many viewers)")
+	flag.StringVar(&o.audio, "audio", "", "audio track viewers fetch (default a128)")
+	flag.DurationVar(&o.manifestEvery, "manifest-every", 0, "viewers reload the MPD at this interval instead of its minimumUpdatePeriod (the published mix: about 16 segments, 30.72s)")
 	flag.IntVar(&o.reps, "reps", 1, "repetitions of the matrix (configurations alternate within each)")
 	flag.Float64Var(&o.shiftShare, "dvr-share", 0.5, "archive-dvr: share of viewers playing time-shifted")
 	flag.DurationVar(&o.shift, "dvr-offset", 20*time.Second, "archive-dvr: time-shifted viewers play up to this far behind the live edge")
@@ -197,7 +202,8 @@ func run(ctx context.Context, o options, progress io.Writer) error {
 			AccessDelayMs: ms(o.links.AccessDelay), AccessRate: o.links.AccessRate.String(),
 			Workers: o.workers, RampS: o.ramp.Seconds(), DurationS: o.duration.Seconds(), WarmupS: o.warmup.Seconds(),
 			ShiftShare: o.shiftShare, ShiftS: o.shift.Seconds(), Reps: o.reps, ServerCPUs: o.serverCPUs, ClientCPUs: o.clientCPUs,
-			Ladder:  "published (8 H.264 rungs 144p–1080p, AAC 64k + 128k, 10.19 Mbit/s, 1.92 s segments); viewers fetch 1080p + 128k",
+			Ladder: "published (8 H.264 rungs 144p–1080p, AAC 64k + 128k, 10.19 Mbit/s, 1.92 s segments)",
+			Video:  or(o.video, "v1080"), Audio: or(o.audio, "a128"), ManifestEveryS: o.manifestEvery.Seconds(),
 			Encoder: "replay encoder (the published ladder encoded once by FFmpeg, posted in real time by DASH-IF ingest): a real-time x264 encode of the ladder does not fit on 2 cores",
 			Backend: "netem " + string(nw.Backend())}}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
@@ -282,4 +288,11 @@ func logTails(w io.Writer, dir string) {
 		lines = lines[max(0, len(lines)-5):]
 		fmt.Fprintf(w, "    %s:\n      %s\n", filepath.Base(f), strings.Join(lines, "\n      "))
 	}
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

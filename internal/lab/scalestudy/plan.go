@@ -166,6 +166,11 @@ type Load struct {
 	Workers  int
 	Ramp     time.Duration
 	Duration time.Duration
+	// Video and Audio name the tracks viewers fetch ("": the top rung and 128k);
+	// ManifestEvery replaces the MPD's minimumUpdatePeriod as the reload interval
+	// (the published mix reloads it about every 16 segments).
+	Video, Audio  string
+	ManifestEvery time.Duration
 }
 
 // Plan is what runs in a cell, with the URL viewers use.
@@ -231,6 +236,15 @@ func plan(c Cell, addr map[string]netip.Addr, bin, dir string, ld Load) (Plan, e
 	load := []string{bin, "load", "--mode", "dash-live", p.ViewerURL,
 		"--workers", strconv.Itoa(ld.Workers), "--ramp", ld.Ramp.String(), "--duration", ld.Duration.String(),
 		"--host", hostClient, "--out", dir + "/load"}
+	if ld.Video != "" {
+		load = append(load, "--video", ld.Video)
+	}
+	if ld.Audio != "" {
+		load = append(load, "--audio", ld.Audio)
+	}
+	if ld.ManifestEvery > 0 {
+		load = append(load, "--manifest-every", ld.ManifestEvery.String())
+	}
 	if u := c.UseCase; u.ShiftShare > 0 {
 		load = append(load, "--timeshift-share", strconv.FormatFloat(u.ShiftShare, 'g', -1, 64), "--timeshift", u.Shift.String())
 	}

@@ -159,3 +159,16 @@ func TestTopology(t *testing.T) {
 		t.Errorf("links %s, want %s", got, want)
 	}
 }
+
+// TestPlanViewerTracks: the viewers' tracks and MPD interval reach the load generator.
+func TestPlanViewerTracks(t *testing.T) {
+	p, err := plan(Cell{Config: CentralCache, UseCase: UseCase{Name: "pure-live"}}, testAddrs, "sb", "/w",
+		Load{Workers: 1000, Ramp: time.Second, Duration: time.Minute, Video: "v144", Audio: "a64", ManifestEvery: 30720 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := p.proc(RoleLoad)
+	if argAfter(l.Argv, "--video") != "v144" || argAfter(l.Argv, "--audio") != "a64" || argAfter(l.Argv, "--manifest-every") != "30.72s" {
+		t.Errorf("load %v", l.Argv)
+	}
+}

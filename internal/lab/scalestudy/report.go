@@ -133,8 +133,12 @@ type ResultsConfig struct {
 	ServerCPUs    string  `json:"server_cpus"`
 	ClientCPUs    string  `json:"client_cpus"`
 	Ladder        string  `json:"ladder"`
-	Encoder       string  `json:"encoder"`
-	Backend       string  `json:"netem_backend"`
+	Video         string  `json:"viewer_video"`
+	Audio         string  `json:"viewer_audio"`
+	// ManifestEveryS: the viewers' MPD reload interval (0: its minimumUpdatePeriod)
+	ManifestEveryS float64 `json:"viewer_manifest_every_s,omitempty"`
+	Encoder        string  `json:"encoder"`
+	Backend        string  `json:"netem_backend"`
 }
 
 // spread is the median and range of values over repetitions.
@@ -218,6 +222,11 @@ func writeMarkdown(w io.Writer, r *Results) {
 	fmt.Fprintf(w, "Run %s – %s, commit %s, %d repetition(s); %s. Each cell: 0 → %d workers of the DASH live loop over %.0f s, %.0f s in all; WAN %.0f ms one way at %s, access links %.0f ms at %s (%s); servers on CPU %s, encoder and load on CPU %s. %s\n\n",
 		r.Started.UTC().Format("2006-01-02T15:04Z"), r.Finished.UTC().Format("15:04Z"), r.Commit, s.Reps, s.Encoder,
 		s.Workers, s.RampS, s.DurationS, s.WANDelayMs, s.WANRate, s.AccessDelayMs, s.AccessRate, s.Backend, orAll(s.ServerCPUs), orAll(s.ClientCPUs), r.Note)
+	mpd := "as the MPD's minimumUpdatePeriod says"
+	if s.ManifestEveryS > 0 {
+		mpd = fmt.Sprintf("every %.2f s", s.ManifestEveryS)
+	}
+	fmt.Fprintf(w, "Viewers fetch %s and %s of the %s and reload the MPD %s.\n\n", s.Video, s.Audio, s.Ladder, mpd)
 	if r.LoadAvg[0] != "" {
 		fmt.Fprintf(w, "Load average (1, 5, 15 min) at the start: %s; at the end: %s.\n\n", r.LoadAvg[0], r.LoadAvg[1])
 	}

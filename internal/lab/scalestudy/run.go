@@ -227,7 +227,7 @@ func (l *lab) runCell(ctx context.Context, c Cell, dir string) (res *CellResult,
 	for _, h := range l.nw.Hosts() {
 		addr[h] = l.nw.Addr(h)
 	}
-	ld := Load{Workers: l.o.workers, Ramp: l.o.ramp, Duration: l.o.duration}
+	ld := Load{Workers: l.o.workers, Ramp: l.o.ramp, Duration: l.o.duration, Video: l.o.video, Audio: l.o.audio, ManifestEvery: l.o.manifestEvery}
 	p, err := plan(c, addr, l.o.bin, dir, ld)
 	if err != nil {
 		return nil, err
