@@ -27,6 +27,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -86,7 +87,14 @@ func main() {
 	flag.StringVar(&wanRate, "wan-rate", "1gbit", "rate of the WAN link")
 	flag.DurationVar(&o.links.AccessDelay, "access-delay", time.Millisecond, "one-way delay of the ingest and client links")
 	flag.StringVar(&accessRate, "access-rate", "1gbit", "rate of the ingest and client links")
+	render := flag.String("render", "", "write results.md again from this results.json (beside it) and exit")
 	flag.Parse()
+	if *render != "" {
+		if err := rerender(*render); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	o.command = "taskset -c 1 go run ./internal/lab/scalestudy " + strings.Join(os.Args[1:], " ")
 	var err error
 	if o.configs, err = parseConfigs(configList); err != nil {
@@ -295,4 +303,19 @@ func or(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// rerender writes results.md from a results.json, for a table changed after the run.
+func rerender(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var r Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	var md strings.Builder
+	writeMarkdown(&md, &r)
+	return fsutil.WriteFileAtomic(filepath.Join(filepath.Dir(path), "results.md"), []byte(md.String()), 0o644)
 }

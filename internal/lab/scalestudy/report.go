@@ -10,6 +10,7 @@ import (
 
 	"github.com/streambed/streambed/internal/cdn"
 	"github.com/streambed/streambed/internal/lab/load/workload"
+	"github.com/streambed/streambed/internal/lab/netem"
 )
 
 // CellResult is one cell's measurements.
@@ -39,14 +40,25 @@ type CellResult struct {
 	// LoadAvg is the machine's /proc/loadavg after the load: the other work on it.
 	LoadAvg string `json:"loadavg_after"`
 
-	Servers  map[Role]*ServerResult `json:"servers"`
-	CacheLog *cacheLog              `json:"cache_log,omitempty"`
+	Servers map[Role]*ServerResult `json:"servers"`
+	// Links: each emulated link direction over the load window ("origin>edge": the
+	// WAN toward viewers), as the emulator counted it.
+	Links    map[string]LinkResult `json:"links,omitempty"`
+	CacheLog *cacheLog             `json:"cache_log,omitempty"`
 
 	// Origin load reduction: 1 − the origin's media requests ÷ the viewers' requests,
 	// in percent (configuration 1 has no cache: about 0).
 	OriginReductionPct float64 `json:"origin_request_reduction_pct"`
 	// Configuration 3: the same for the edge origin behind the cache.
 	EdgeOriginReductionPct float64 `json:"edge_origin_request_reduction_pct,omitempty"`
+}
+
+// LinkResult is one direction of an emulated link over the load window.
+type LinkResult struct {
+	Mbit         float64 `json:"mbit_s"`        // IP bytes that entered the link
+	QueueDropped uint64  `json:"queue_dropped"` // drop-tail
+	LateMeanMs   float64 `json:"late_mean_ms"`  // the forwarder's mean lateness against the model
+	LateOver1ms  float64 `json:"late_over_1ms"` // share of packets handed over more than 1 ms late
 }
 
 // Latency is response time (request sent to last body byte) in milliseconds.
@@ -261,8 +273,8 @@ func writeMarkdown(w io.Writer, r *Results) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "**Origins and cache** over the load window: the origin that takes the ingest (central; on the edge in configuration 1), the edge origin of configuration 3, nginx; CPU in cores (CPU seconds ÷ seconds), before the load (the channel alone) and under it; RSS maximum; origin media requests from the origin's own `/metrics`; upstream fetches per segment from nginx's log.")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| use case | configuration | origin requests | origin load reduction | origin CPU alone → under load | origin RSS (MiB) | edge origin requests (reduction) | edge origin CPU, RSS | nginx CPU, RSS | fetches per segment (max) |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| use case | configuration | origin requests | origin out (Mbit/s) | origin load reduction | origin CPU alone → under load | origin RSS (MiB) | edge origin requests (reduction) | edge origin CPU, RSS | nginx CPU, RSS | fetches per segment (max) |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, g := range gs {
 		o := func(f func(*ServerResult) float64) spread {
 			return g.values(func(c *CellResult) float64 { return f(server(c, RoleOrigin)) })
@@ -296,14 +308,16 @@ func writeMarkdown(w io.Writer, r *Results) {
 				}).format("%.0f")
 			}
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s%% | %s → %s | %s | %s | %s | %s |\n", g.useCase, g.cells[0].ConfigName,
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s%% | %s → %s | %s | %s | %s | %s |\n", g.useCase, g.cells[0].ConfigName,
 			o(func(s *ServerResult) float64 { return s.MediaRequests }).format("%.0f"),
+			g.values(func(c *CellResult) float64 { return server(c, RoleOrigin).MediaBytes * 8 / max(c.MeasuredS, 1) / 1e6 }).format("%.1f"),
 			g.values(func(c *CellResult) float64 { return c.OriginReductionPct }).format("%.2f"),
 			o(func(s *ServerResult) float64 { return s.IngestCPUCores }).format("%.3f"),
 			o(func(s *ServerResult) float64 { return s.CPUCores }).format("%.3f"),
 			o(func(s *ServerResult) float64 { return s.RSSMaxMiB }).format("%.0f"),
 			edge, cache, fetch)
 	}
+	writeLinks(w, gs)
 	if len(r.Failed) > 0 {
 		fmt.Fprintf(w, "\nCells that failed: %s.\n", strings.Join(r.Failed, "; "))
 	}
@@ -324,4 +338,47 @@ func loadAvg() string {
 	}
 	f := strings.Fields(string(b))
 	return strings.Join(f[:min(3, len(f))], " ")
+}
+
+// writeLinks tables the WAN and access links' load and the emulator's own timing,
+// when the run recorded them.
+func writeLinks(w io.Writer, gs []group) {
+	if len(gs) == 0 || gs[0].cells[0].Links == nil {
+		return
+	}
+	dirs := []string{"ingest>origin", "origin>edge", "edge>origin", "edge>client"}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "**Links** over the load window, as the emulator counted them (IP Mbit/s; the WAN is origin ↔ edge), and the forwarder's lateness against its model on the viewers' link (a loaded machine hands packets over late).")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| use case | configuration | "+strings.Join(dirs, " | ")+" | edge>client late, mean (ms) | > 1 ms late |")
+	fmt.Fprintln(w, "|---|---|"+strings.Repeat("---|", len(dirs)+2))
+	for _, g := range gs {
+		var cols []string
+		for _, d := range dirs {
+			cols = append(cols, g.values(func(c *CellResult) float64 { return c.Links[d].Mbit }).format("%.1f"))
+		}
+		cols = append(cols, g.values(func(c *CellResult) float64 { return c.Links["edge>client"].LateMeanMs }).format("%.2f"),
+			g.values(func(c *CellResult) float64 { return 100 * c.Links["edge>client"].LateOver1ms }).format("%.1f")+"%")
+		fmt.Fprintf(w, "| %s | %s | %s |\n", g.useCase, g.cells[0].ConfigName, strings.Join(cols, " | "))
+	}
+}
+
+// linkDeltas is each link direction's traffic between two snapshots of the emulator.
+func linkDeltas(before, after []netem.DirectionStats, seconds float64) map[string]LinkResult {
+	prev := map[string]netem.DirectionStats{}
+	for _, d := range before {
+		prev[d.From+">"+d.To] = d
+	}
+	out := map[string]LinkResult{}
+	for _, d := range after {
+		k := d.From + ">" + d.To
+		b := prev[k]
+		lr := LinkResult{Mbit: float64(d.Bytes-b.Bytes) * 8 / max(seconds, 1e-9) / 1e6, QueueDropped: d.QueueDropped - b.QueueDropped}
+		if n := d.Timed - b.Timed; n > 0 {
+			lr.LateMeanMs = float64(d.LateSum-b.LateSum) / float64(n) / 1e6
+			lr.LateOver1ms = float64(d.LateOver1ms-b.LateOver1ms) / float64(n)
+		}
+		out[k] = lr
+	}
+	return out
 }

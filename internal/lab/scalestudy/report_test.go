@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/streambed/streambed/internal/lab/load/workload"
+	"github.com/streambed/streambed/internal/lab/netem"
 )
 
 func cell(config int, cache, useCase string, rep int, p99, cores float64) *CellResult {
@@ -42,8 +43,8 @@ func TestMarkdownMediansAndRatio(t *testing.T) {
 	for _, want := range []string{
 		"| pure-live | 1 origin at the edge, no cache | 16 | 0 | 10.0 | 120.0 (100.0–140.0) | 5.0 | 0.22 |",
 		"| pure-live | 2 central origin + edge cache (nginx) | 16 | 0 | 10.0 | 550.0 (500.0–600.0) | 5.0 | 1.00 |",
-		"| pure-live | 1 origin at the edge, no cache | 1000 | 0.00% | 0.000 → 0.200 (0.100–0.300) | 60 | — | — | — | — |",
-		"| pure-live | 2 central origin + edge cache (nginx) | 13 | 98.70% |",
+		"| pure-live | 1 origin at the edge, no cache | 1000 | 0.0 | 0.00% | 0.000 → 0.200 (0.100–0.300) | 60 | — | — | — | — |",
+		"| pure-live | 2 central origin + edge cache (nginx) | 13 | 0.0 | 98.70% |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
@@ -90,5 +91,14 @@ func TestFromLoad(t *testing.T) {
 	}
 	if c.ThroughputMbit != 4*1000*8/10.0/1e6 {
 		t.Errorf("throughput %v Mbit/s", c.ThroughputMbit)
+	}
+}
+
+func TestLinkDeltas(t *testing.T) {
+	before := []netem.DirectionStats{{From: "origin", To: "edge", Bytes: 1000, Timed: 10, LateSum: 10 * time.Millisecond}}
+	after := []netem.DirectionStats{{From: "origin", To: "edge", Bytes: 1000 + 2_500_000, Timed: 110, LateSum: 60 * time.Millisecond, LateOver1ms: 5, QueueDropped: 2}}
+	d := linkDeltas(before, after, 2)["origin>edge"]
+	if d.Mbit != 10 || d.LateMeanMs != 0.5 || d.LateOver1ms != 0.05 || d.QueueDropped != 2 {
+		t.Errorf("%+v: want 10 Mbit/s, 0.5 ms mean lateness, 5%% over 1 ms, 2 dropped", d)
 	}
 }

@@ -302,6 +302,7 @@ func (l *lab) runCell(ctx context.Context, c Cell, dir string) (res *CellResult,
 	}
 	fmt.Fprintf(l.progress, "  load: 0 → %d workers over %v, %v in all\n", ld.Workers, ld.Ramp, ld.Duration)
 	u0 := usages(servers)
+	links0 := l.nw.Stats()
 	mem := sampleMemory(servers)
 	t0 := time.Now()
 	lp, _ := p.proc(RoleLoad)
@@ -310,12 +311,13 @@ func (l *lab) runCell(ctx context.Context, c Cell, dir string) (res *CellResult,
 		return nil, err
 	}
 	loadS := time.Since(t0).Seconds()
+	links1 := l.nw.Stats()
 	avg := loadAvg()
 	mem.finish()
 	u1 := usages(servers)
 	res = &CellResult{Config: int(c.Config), ConfigName: c.ConfigName(), Cache: string(c.cache()), UseCase: c.UseCase.Name, Rep: c.Rep,
 		Workers: ld.Workers, RampS: ld.Ramp.Seconds(), DurationS: ld.Duration.Seconds(), MeasuredS: loadS,
-		Servers: map[Role]*ServerResult{}, LoadAvg: avg}
+		Servers: map[Role]*ServerResult{}, LoadAvg: avg, Links: linkDeltas(links0, links1, loadS)}
 	for _, r := range servers {
 		sr := &ServerResult{
 			CPUCores:       (u1[r.Role].CPU - u0[r.Role].CPU) / loadS,
