@@ -271,9 +271,9 @@ func writeMarkdown(w io.Writer, r *Results) {
 			g.values(func(c *CellResult) float64 { return float64(c.TimeShifted) }).format("%.0f"))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "**Origins and cache** over the load window: the origin that takes the ingest (central; on the edge in configuration 1), the edge origin of configuration 3, nginx; CPU in cores (CPU seconds ÷ seconds), before the load (the channel alone) and under it; RSS maximum; origin media requests from the origin's own `/metrics`; upstream fetches per segment from nginx's log.")
+	fmt.Fprintln(w, "**Origins and cache** over the load window: the origin that takes the ingest (central; on the edge in configuration 1), the edge origin of configuration 3, the cache (nginx or Varnish, with its children); CPU in cores (CPU seconds ÷ seconds), before the load (the channel alone) and under it; RSS maximum; origin media requests from the origin's own `/metrics`; upstream fetches per segment from nginx's log.")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| use case | configuration | origin requests | origin out (Mbit/s) | origin load reduction | origin CPU alone → under load | origin RSS (MiB) | edge origin requests (reduction) | edge origin CPU, RSS | nginx CPU, RSS | fetches per segment (max) |")
+	fmt.Fprintln(w, "| use case | configuration | origin requests | origin out (Mbit/s) | origin load reduction | origin CPU alone → under load | origin RSS (MiB) | edge origin requests (reduction) | edge origin CPU, RSS | cache CPU, RSS | fetches per segment (max, nginx log) |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, g := range gs {
 		o := func(f func(*ServerResult) float64) spread {
