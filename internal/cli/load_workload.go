@@ -91,6 +91,8 @@ func loadWorkload(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&o.SessionDist, "session-dist", workload.DistExponential, "open model: session lengths exp or fixed")
 	fs.Uint64Var(&o.Seed, "seed", 1, "open model: random seed of arrivals and lengths")
 	every := durationFlag(fs, "manifest-every", 0, "dash-live, abr: reload the MPD at this interval instead of its minimumUpdatePeriod")
+	fs.Float64Var(&o.TimeShiftShare, "timeshift-share", 0, "dash-live, abr: this share (0-1) of the sessions play behind the live edge, in the DVR window (with --timeshift)")
+	timeshift := durationFlag(fs, "timeshift", 0, "dash-live, abr: time-shifted sessions play up to this far behind the live edge, offsets spread over (0, this]")
 	fs.StringVar(&o.ABR, "abr", "throughput", "abr mode: throughput, bba or bola")
 	fs.StringVar(&o.Audio, "audio", "", "audio track ID (default: the 128 kbit/s track, else the highest)")
 	fs.StringVar(&o.Video, "video", "", "video track ID (default: the top rung)")
@@ -111,6 +113,7 @@ func loadWorkload(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	o.URL = pos[0]
 	o.Ramp, o.Duration, o.SessionMean, o.ManifestEvery, o.Timeout, o.Interval = *ramp, *duration, *session, *every, *timeout, *interval
+	o.TimeShift = *timeshift
 	if !*quiet {
 		o.Progress = stderr
 		fmt.Fprintf(stderr, "load %s %s: %s\n", o.Mode, o.URL, plan(o))

@@ -29,6 +29,10 @@ func procSample(pids []int) sample {
 	return s
 }
 
+// ProcStat is a process's CPU time (user + system) and resident memory, from
+// /proc/PID/stat (the lab's studies read their servers with it).
+func ProcStat(pid int) (cpuSeconds float64, rssBytes int64, err error) { return procStat(pid) }
+
 // procStat parses /proc/PID/stat: fields 14 and 15 (utime, stime) and 24 (rss, pages).
 func procStat(pid int) (cpuSeconds float64, rssBytes int64, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

@@ -26,6 +26,7 @@ type dashSession struct {
 	est     abr.Estimator
 	current int        // abr: index of the video rung in use, -1 before the first
 	mu      sync.Mutex // guards inits between a segment's two parallel fetches
+	shifted bool       // counted as a time-shifted session
 }
 
 var errNoMPD = errors.New("no MPD could be loaded")
@@ -51,13 +52,13 @@ func (w *worker) runDASH() error {
 			s.retry()
 			continue
 		}
-		if s.pos < 0 { // start at the newest available segment
+		if s.pos < 0 { // start at the newest available segment, or behind it
 			last, ok := s.lead().Index.Last(now)
 			if !ok {
 				s.waitForSegment(now)
 				continue
 			}
-			s.pos = last.Start
+			s.pos = s.startAt(last, now)
 		}
 		seg, ok := s.lead().Index.Next(s.pos)
 		if !ok {
@@ -83,6 +84,30 @@ func (w *worker) runDASH() error {
 		s.pos = seg.End()
 	}
 	return nil
+}
+
+// startAt is where a session starts: the newest segment, or for a time-shifted
+// session the segment its offset behind that, kept inside the DVR window (a
+// channel younger than the offset starts at its oldest segment still listed).
+func (s *dashSession) startAt(last player.Segment, now time.Time) time.Duration {
+	if s.shift <= 0 {
+		return last.Start
+	}
+	pos := last.Start - s.shift
+	if tsb := s.mpd.TimeShiftBufferDepth; tsb > 0 {
+		// The oldest segment wholly inside the window: starts at or after now − tsb.
+		d := s.lead().Index.NominalDuration()
+		pos = max(pos, now.Sub(s.mpd.AvailabilityStart)-tsb+d)
+	}
+	if first, ok := s.lead().Index.First(); ok {
+		pos = max(pos, first.Start)
+	}
+	pos = min(pos, last.Start)
+	if !s.shifted && pos < last.Start {
+		s.shifted = true
+		s.rec.Count(func(ss *Sessions) { ss.TimeShifted++ })
+	}
+	return pos
 }
 
 // lead is the representation whose segments pace the worker: the video, or the
@@ -311,5 +336,5 @@ func (s *dashSession) tooFarBehind(seg player.Segment, now time.Time) bool {
 	if delay <= 0 {
 		delay = 3 * s.lead().Index.NominalDuration()
 	}
-	return now.Sub(seg.AvailableAt) > delay
+	return now.Sub(seg.AvailableAt) > delay+s.shift // a time-shifted session is behind by choice
 }

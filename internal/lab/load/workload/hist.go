@@ -103,6 +103,22 @@ func (h *Hist) Mean() time.Duration {
 	return time.Duration(h.sumUS/h.n) * time.Microsecond
 }
 
+// StdDev is the standard deviation of the recorded values, from the buckets' middles
+// around the exact mean (each value is within 1/256 of its bucket's middle).
+func (h *Hist) StdDev() time.Duration {
+	if h.n < 2 || h.minUS == h.maxUS {
+		return 0
+	}
+	mean := float64(h.sumUS) / float64(h.n)
+	var ss float64
+	for i, c := range h.counts {
+		lo, w := bucketRange(i)
+		d := float64(lo) + float64(w-1)/2 - mean
+		ss += float64(c) * d * d
+	}
+	return time.Duration(math.Sqrt(ss/float64(h.n)) * float64(time.Microsecond))
+}
+
 // Max is the largest recorded value.
 func (h *Hist) Max() time.Duration { return time.Duration(h.maxUS) * time.Microsecond }
 

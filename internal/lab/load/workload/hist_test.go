@@ -153,3 +153,33 @@ func TestPickAudio(t *testing.T) {
 		t.Error("an audio track from a manifest without audio")
 	}
 }
+
+// TestHistStdDev: the standard deviation from the buckets is within 1% of the exact
+// one for values spread over several powers of two, and 0 for a constant.
+func TestHistStdDev(t *testing.T) {
+	h := NewHist()
+	var sum, sq float64
+	var vals []float64
+	for i := 1; i <= 5000; i++ {
+		v := float64(100 + (i*7919)%20000) // 0.1–20 ms in µs
+		vals = append(vals, v)
+		sum += v
+		h.Record(time.Duration(v) * time.Microsecond)
+	}
+	mean := sum / float64(len(vals))
+	for _, v := range vals {
+		sq += (v - mean) * (v - mean)
+	}
+	want := math.Sqrt(sq / float64(len(vals)))
+	got := float64(h.StdDev().Microseconds())
+	if math.Abs(got-want) > 0.01*want {
+		t.Errorf("stddev %.0f µs, want %.0f µs ± 1%%", got, want)
+	}
+	c := NewHist()
+	for range 10 {
+		c.Record(3 * time.Millisecond)
+	}
+	if c.StdDev() != 0 {
+		t.Errorf("constant values: stddev %v, want 0", c.StdDev())
+	}
+}

@@ -32,6 +32,13 @@ type originLog struct {
 	other  []string
 	audio  map[string]bool // audio track IDs
 	protos map[int]int     // requests by HTTP major version
+	video  []videoRequest  // every video segment request, in arrival order
+}
+
+// videoRequest is a video segment request as the origin saw it arrive.
+type videoRequest struct {
+	number uint64
+	at     time.Time
 }
 
 func (l *originLog) middleware(next http.Handler) http.Handler {
@@ -51,6 +58,7 @@ func (l *originLog) middleware(next http.Handler) http.Handler {
 				l.counts[KindAudio]++
 			} else {
 				l.counts[KindVideo]++
+				l.video = append(l.video, videoRequest{res.Number, time.Now()})
 			}
 		default:
 			l.other = append(l.other, r.URL.Path)

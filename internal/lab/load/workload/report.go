@@ -60,6 +60,9 @@ type Settings struct {
 	DurationS   float64 `json:"duration_s"`
 	MPDEveryS   float64 `json:"manifest_interval_s,omitempty"`
 	ABR         string  `json:"abr,omitempty"`
+	// dash: the share of sessions played time-shifted, and the largest offset
+	TimeShiftShare float64 `json:"timeshift_share,omitempty"`
+	TimeShiftS     float64 `json:"timeshift_s,omitempty"`
 }
 
 // Sessions counts worker sessions.
@@ -71,6 +74,8 @@ type Sessions struct {
 	PeakBusy int `json:"peak"`     // most sessions at once (per process; merged: the sum)
 	Switches int `json:"switches"` // abr: rendition changes
 	Jumps    int `json:"jumps"`    // a worker fell more than the live delay behind and jumped to the edge
+	// TimeShifted sessions started behind the live edge (in the DVR window)
+	TimeShifted int `json:"time_shifted,omitempty"`
 }
 
 // KindReport is one request kind's totals.
@@ -278,6 +283,7 @@ func Merge(rs ...*Report) (*Report, error) {
 		s.PeakBusy += r.Sessions.PeakBusy
 		s.Switches += r.Sessions.Switches
 		s.Jumps += r.Sessions.Jumps
+		s.TimeShifted += r.Sessions.TimeShifted
 		for _, k := range Kinds {
 			a, b := out.Kinds[k], r.Kinds[k]
 			a.Requests += b.Requests

@@ -60,14 +60,20 @@ type Options struct {
 	// interval (a $Number$ MPD never runs out, so this sets the manifest share).
 	ManifestEvery time.Duration
 	ABR           string // abr mode: throughput, bba or bola
-	Audio, Video  string // track IDs to fetch instead of the defaults
-	HTTP2         bool   // h2 (https) or h2c prior knowledge (http) instead of HTTP/1.1
-	Insecure      bool
-	Timeout       time.Duration // per request; 0: 10 s
-	Interval      time.Duration // report interval; 0: 1 s
-	Host          string        // this process's name in merged reports; "": the hostname
-	Progress      io.Writer     // a line every ProgressEvery (nil: none)
-	ProgressEvery time.Duration // 0: 2 s
+	// TimeShiftShare of the sessions (0–1; DASH modes) play behind the live edge, in
+	// the DVR window: the time-shifted session j plays TimeShift × ((j mod 10)+1)/10
+	// behind it, so their offsets spread evenly over (0, TimeShift] and they ask for
+	// other objects than the live sessions and than each other.
+	TimeShiftShare float64
+	TimeShift      time.Duration
+	Audio, Video   string // track IDs to fetch instead of the defaults
+	HTTP2          bool   // h2 (https) or h2c prior knowledge (http) instead of HTTP/1.1
+	Insecure       bool
+	Timeout        time.Duration // per request; 0: 10 s
+	Interval       time.Duration // report interval; 0: 1 s
+	Host           string        // this process's name in merged reports; "": the hostname
+	Progress       io.Writer     // a line every ProgressEvery (nil: none)
+	ProgressEvery  time.Duration // 0: 2 s
 	// OnSession, when set, is told of every session start (i, true) and end (i, false),
 	// i being the arrival's index.
 	OnSession func(i int, start bool)
@@ -90,6 +96,12 @@ func (o *Options) check() error {
 	}
 	if o.Rate == 0 && o.Ramp > o.Duration {
 		return fmt.Errorf("ramp %v is longer than the run (%v)", o.Ramp, o.Duration)
+	}
+	if o.TimeShiftShare < 0 || o.TimeShiftShare > 1 || (o.TimeShiftShare > 0) != (o.TimeShift > 0) || o.TimeShift < 0 {
+		return fmt.Errorf("time shift: want a share from 0 to 1 and a positive offset together (got %g, %v)", o.TimeShiftShare, o.TimeShift)
+	}
+	if o.TimeShiftShare > 0 && o.Mode == ModeHLS {
+		return errors.New("time shift: only for the DASH modes (dash-live, abr)")
 	}
 	if o.Mode == ModeABR {
 		if o.ABR == "" {
@@ -140,7 +152,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	s := Settings{Host: o.Host, Mode: o.Mode, Workers: o.Workers, DurationS: o.Duration.Seconds(),
-		MPDEveryS: o.ManifestEvery.Seconds()}
+		MPDEveryS: o.ManifestEvery.Seconds(), TimeShiftShare: o.TimeShiftShare, TimeShiftS: o.TimeShift.Seconds()}
 	if o.Mode == ModeABR {
 		s.ABR = o.ABR
 	}
@@ -189,6 +201,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			stop, cancel := context.WithDeadline(ctx, stopAt)
 			defer cancel()
 			w := newWorker(&o, rec, stop, ctx)
+			w.shift = o.shiftOf(i)
 			if err := w.run(); err != nil {
 				rec.Count(func(ss *Sessions) { ss.Failed++ })
 			}
@@ -207,6 +220,21 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return r, ctx.Err()
 	}
 	return r, nil
+}
+
+// shiftOf is how far behind the live edge session i plays: sessions are time-shifted
+// at the share TimeShiftShare, evenly through the arrivals (session i is the j-th
+// shifted one when ⌊(i+1)·share⌋ > ⌊i·share⌋), with offsets spread over (0, TimeShift].
+func (o *Options) shiftOf(i int) time.Duration {
+	if o.TimeShiftShare <= 0 {
+		return 0
+	}
+	before := int(float64(i) * o.TimeShiftShare)
+	if int(float64(i+1)*o.TimeShiftShare) == before {
+		return 0
+	}
+	j := before // shifted sessions before this one
+	return o.TimeShift * time.Duration(j%10+1) / 10
 }
 
 // sleepUntil waits for t; false if ctx ended first.
@@ -262,6 +290,8 @@ type worker struct {
 	ctx  context.Context // the run: bounds requests
 	hc   *http.Client
 	buf  []byte
+	// shift is how far behind the live edge this session plays (0: at the edge).
+	shift time.Duration
 }
 
 func newWorker(o *Options, rec *Recorder, stop, ctx context.Context) *worker {

@@ -324,6 +324,10 @@ func TestOptionsRejected(t *testing.T) {
 		{Mode: ModeDASH, URL: "http://h/x.mpd", Workers: 1, Duration: time.Second, Ramp: 2 * time.Second},
 		{Mode: ModeABR, ABR: "magic", URL: "http://h/x.mpd", Workers: 1, Duration: time.Second},
 		{Mode: ModeDASH, URL: "http://h/x.mpd", Workers: 1, Duration: 24 * time.Hour, Interval: 100 * time.Millisecond},
+		{Mode: ModeDASH, URL: "http://h/x.mpd", Workers: 1, Duration: time.Second, TimeShiftShare: 1.5, TimeShift: time.Second},
+		{Mode: ModeDASH, URL: "http://h/x.mpd", Workers: 1, Duration: time.Second, TimeShiftShare: 0.5},
+		{Mode: ModeDASH, URL: "http://h/x.mpd", Workers: 1, Duration: time.Second, TimeShift: time.Second},
+		{Mode: ModeHLS, URL: "http://h/x.m3u8", Workers: 1, Duration: time.Second, TimeShiftShare: 0.5, TimeShift: time.Second},
 	} {
 		if _, err := Run(context.Background(), o); err == nil {
 			t.Errorf("%+v accepted", o)
