@@ -1,0 +1,290 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"runtime"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/streambed/streambed/internal/layout"
+)
+
+// h1Conn is one client connection on the lean path: it reads plain GET heads and
+// serves them through the origin's handler until one is not plain, which it hands,
+// with every byte read so far, to net/http.
+type h1Conn struct {
+	srv  *h1Listener
+	nc   net.Conn
+	tcp  *net.TCPConn    // nil when not TCP (then no sendfile or MSG_MORE)
+	raw  syscall.RawConn // for send(MSG_MORE)
+	br   *bufio.Reader
+	head []byte // the response head being built, reused
+
+	base       *http.Request // carries the connection's context into each request
+	cancel     context.CancelFunc
+	remoteAddr string
+	state      int32 // connIdle or connActive, under srv.mu
+
+	// While a response streams (a live segment followed as it is made), a watcher
+	// reads the connection so the request's context ends when the client goes, as
+	// net/http's background read does; bytes it reads (a pipelined request) wait in
+	// stash for the next head.
+	watchDone chan struct{}
+	stash     []byte
+}
+
+const (
+	connIdle = iota
+	connActive
+)
+
+// h1HeadMax is the longest head the lean path reads; a longer one goes to net/http,
+// which allows up to http.DefaultMaxHeaderBytes.
+const h1HeadMax = 4096
+
+var errHeadTooLong = errors.New("request head longer than the lean path reads")
+
+func (c *h1Conn) serve(ctx context.Context) {
+	ctx = context.WithValue(ctx, http.LocalAddrContextKey, c.nc.LocalAddr())
+	ctx, c.cancel = context.WithCancel(ctx)
+	defer c.cancel()
+	c.base = (&http.Request{}).WithContext(ctx)
+	for {
+		if c.br.Buffered() == 0 {
+			_ = c.nc.SetReadDeadline(deadline(c.srv.idleTimeout))
+			if _, err := c.br.Peek(1); err != nil {
+				c.srv.closeConn(c)
+				return
+			}
+		}
+		if !c.srv.setActive(c) {
+			c.srv.closeConn(c) // shutting down: no new request on this connection
+			return
+		}
+		_ = c.nc.SetReadDeadline(deadline(c.srv.headerTimeout))
+		head, err := c.readHead()
+		if err != nil && !errors.Is(err, errHeadTooLong) {
+			c.srv.closeConn(c) // the client went away or was too slow (slowloris)
+			return
+		}
+		var h h1Head
+		if err != nil || parseHead(head, &h) != nil || !leanRoute(h.path, h.query) {
+			c.handOff()
+			return
+		}
+		_, _ = c.br.Discard(len(head))
+		if !c.serveRequest(&h) {
+			c.srv.closeConn(c)
+			return
+		}
+		c.srv.setIdle(c)
+	}
+}
+
+// deadline is d from now, or none for 0 (as net/http's zero timeouts).
+func deadline(d time.Duration) time.Time {
+	if d <= 0 {
+		return time.Time{}
+	}
+	return time.Now().Add(d)
+}
+
+// Read feeds the head reader: stashed bytes first, then the socket.
+func (c *h1Conn) Read(p []byte) (int, error) {
+	if len(c.stash) > 0 {
+		n := copy(p, c.stash)
+		c.stash = c.stash[n:]
+		return n, nil
+	}
+	return c.nc.Read(p)
+}
+
+// startWatch watches for the client going away while a response streams.
+func (c *h1Conn) startWatch() {
+	if c.watchDone != nil || c.br.Buffered() > 0 {
+		return // watching, or the next request is here already (the client is not gone)
+	}
+	_ = c.nc.SetReadDeadline(time.Time{})
+	done := make(chan struct{})
+	c.watchDone = done
+	go func() {
+		defer close(done)
+		b := make([]byte, 1024)
+		n, err := c.nc.Read(b)
+		c.stash = append(c.stash, b[:n]...) // read by serve only after done
+		var ne net.Error
+		if err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
+			c.cancel() // end of stream or reset: nobody to answer
+		}
+	}()
+}
+
+// stopWatch ends the watcher's read and waits for it.
+func (c *h1Conn) stopWatch() {
+	if c.watchDone == nil {
+		return
+	}
+	_ = c.nc.SetReadDeadline(time.Unix(1, 0)) // in the past: the read returns at once
+	<-c.watchDone
+	c.watchDone = nil
+}
+
+// readHead returns the buffered bytes of the next request head, through its empty
+// line, without consuming them (a hand-off replays them).
+func (c *h1Conn) readHead() ([]byte, error) {
+	from := 0
+	for {
+		buf, _ := c.br.Peek(c.br.Buffered())
+		if end := headEnd(buf, from); end > 0 {
+			return buf[:end], nil
+		}
+		from = max(len(buf)-3, 0)
+		if len(buf) >= h1HeadMax {
+			return nil, errHeadTooLong
+		}
+		if _, err := c.br.Peek(len(buf) + 1); err != nil {
+			if errors.Is(err, bufio.ErrBufferFull) {
+				return nil, errHeadTooLong
+			}
+			return nil, err
+		}
+	}
+}
+
+// headEnd is the length of the head in b (through "\n\r\n" or "\n\n"), 0 if b has
+// no complete head; the search starts at from.
+func headEnd(b []byte, from int) int {
+	for i := from; i < len(b); {
+		j := bytes.IndexByte(b[i:], '\n')
+		if j < 0 {
+			return 0
+		}
+		i += j + 1
+		if i < len(b) && b[i] == '\n' {
+			return i + 1
+		}
+		if i+1 < len(b) && b[i] == '\r' && b[i+1] == '\n' {
+			return i + 2
+		}
+	}
+	return 0
+}
+
+// leanRoute reports the requests the lean path answers: segments, init segments and
+// manifests, all answered at once (LL-HLS playlist reloads that block and parts,
+// which may wait, stay with net/http, whose request context ends when the client
+// goes away).
+func leanRoute(path, query string) bool {
+	switch layout.Parse(path).Kind {
+	case layout.KindSegment, layout.KindInit, layout.KindManifest:
+		return true
+	case layout.KindPlaylist:
+		return query == ""
+	}
+	return false
+}
+
+// serveRequest answers one request; false means the connection ends.
+func (c *h1Conn) serveRequest(h *h1Head) (keep bool) {
+	r := new(http.Request)
+	*r = *c.base
+	r.Method = h.method
+	r.URL = &url.URL{Path: h.path, RawQuery: h.query}
+	r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/1.1", 1, 1
+	r.Header = h.header
+	r.Body = http.NoBody
+	r.Host = h.host
+	r.RemoteAddr = c.remoteAddr
+	r.RequestURI = h.target
+	r.Close = h.close
+	w := &h1Writer{c: c, header: make(http.Header, 8), closeAfter: h.close}
+	defer func() {
+		c.stopWatch()
+		if p := recover(); p != nil {
+			// As net/http: ErrAbortHandler ends the connection quietly (a live
+			// segment that could not be finished), any other panic is logged.
+			if p != http.ErrAbortHandler {
+				buf := make([]byte, 64<<10)
+				buf = buf[:runtime.Stack(buf, false)]
+				c.srv.log.Error("http: panic serving", "remote", c.remoteAddr, "panic", fmt.Sprint(p), "stack", string(buf))
+			}
+			keep = false
+		}
+	}()
+	c.srv.served.Add(1)
+	c.srv.handler.ServeHTTP(w, r)
+	w.finish()
+	return !w.closeAfter
+}
+
+// handOff gives the connection to net/http with the bytes read and not answered.
+func (c *h1Conn) handOff() {
+	_ = c.nc.SetReadDeadline(time.Time{})
+	prefix := bytes.Clone(func() []byte { b, _ := c.br.Peek(c.br.Buffered()); return b }())
+	c.srv.handOff(c, &replayConn{Conn: c.nc, prefix: prefix})
+}
+
+func (c *h1Conn) closing() bool { return c.srv.isClosed() }
+
+func (c *h1Conn) write(b []byte) error {
+	_, err := c.nc.Write(b)
+	return err
+}
+
+// writev sends the head and a body in one system call.
+func (c *h1Conn) writev(head, body []byte) error {
+	if len(body) == 0 {
+		return c.write(head)
+	}
+	bufs := net.Buffers{head, body}
+	_, err := bufs.WriteTo(c.nc)
+	return err
+}
+
+// writeChunk sends p as one chunk of a chunked body.
+func (c *h1Conn) writeChunk(p []byte) error {
+	if len(p) == 0 {
+		return nil
+	}
+	size := strconv.AppendInt(make([]byte, 0, 20), int64(len(p)), 16)
+	size = append(size, "\r\n"...)
+	bufs := net.Buffers{size, p, []byte("\r\n")}
+	_, err := bufs.WriteTo(c.nc)
+	return err
+}
+
+// sendMore sends b with MSG_MORE: the kernel holds it to go out with the sendfile
+// that follows, so head and body share packets as with nginx's tcp_nopush.
+func (c *h1Conn) sendMore(b []byte) error {
+	var serr error
+	err := c.raw.Write(func(fd uintptr) bool {
+		for len(b) > 0 {
+			n, err := unix.SendmsgN(int(fd), b, nil, nil, unix.MSG_MORE|unix.MSG_NOSIGNAL)
+			switch {
+			case err == unix.EINTR:
+				continue
+			case err == unix.EAGAIN:
+				return false // wait until the socket can take more
+			case err != nil:
+				serr = err
+				return true
+			}
+			b = b[n:]
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	return serr
+}
