@@ -41,6 +41,10 @@ type h1Conn struct {
 	// stash for the next head.
 	watchDone chan struct{}
 	stash     []byte
+
+	w      h1Writer    // reused: one response at a time
+	reqHdr http.Header // reused: handlers do not keep a request's header
+	idleAt time.Time   // when the idle deadline was last set (zero: not in force)
 }
 
 const (
@@ -61,7 +65,7 @@ func (c *h1Conn) serve(ctx context.Context) {
 	c.base = (&http.Request{}).WithContext(ctx)
 	for {
 		if c.br.Buffered() == 0 {
-			_ = c.nc.SetReadDeadline(deadline(c.srv.idleTimeout))
+			c.idleDeadline()
 			if _, err := c.br.Peek(1); err != nil {
 				c.srv.closeConn(c)
 				return
@@ -71,13 +75,16 @@ func (c *h1Conn) serve(ctx context.Context) {
 			c.srv.closeConn(c) // shutting down: no new request on this connection
 			return
 		}
-		_ = c.nc.SetReadDeadline(deadline(c.srv.headerTimeout))
 		head, err := c.readHead()
 		if err != nil && !errors.Is(err, errHeadTooLong) {
 			c.srv.closeConn(c) // the client went away or was too slow (slowloris)
 			return
 		}
-		var h h1Head
+		if c.reqHdr == nil {
+			c.reqHdr = make(http.Header, 8)
+		}
+		clear(c.reqHdr)
+		h := h1Head{header: c.reqHdr}
 		if err != nil || parseHead(head, &h) != nil || !leanRoute(h.path, h.query) {
 			c.handOff()
 			return
@@ -115,6 +122,7 @@ func (c *h1Conn) startWatch() {
 		return // watching, or the next request is here already (the client is not gone)
 	}
 	_ = c.nc.SetReadDeadline(time.Time{})
+	c.idleAt = time.Time{}
 	done := make(chan struct{})
 	c.watchDone = done
 	go func() {
@@ -139,14 +147,35 @@ func (c *h1Conn) stopWatch() {
 	c.watchDone = nil
 }
 
+// idleDeadline bounds the wait for the next request by the idle timeout. Moving a
+// deadline costs a timer update, so it moves at most once a second: the idle
+// timeout is kept to within a second.
+func (c *h1Conn) idleDeadline() {
+	if c.srv.idleTimeout <= 0 {
+		return
+	}
+	now := time.Now()
+	if now.Sub(c.idleAt) < time.Second {
+		return
+	}
+	c.idleAt = now
+	_ = c.nc.SetReadDeadline(now.Add(c.srv.idleTimeout))
+}
+
 // readHead returns the buffered bytes of the next request head, through its empty
-// line, without consuming them (a hand-off replays them).
+// line, without consuming them (a hand-off replays them). A head that came whole
+// with its first bytes needs no header deadline; one that did not gets the header
+// timeout from here (a slowloris client is cut off by it).
 func (c *h1Conn) readHead() ([]byte, error) {
-	from := 0
+	from, timed := 0, false
 	for {
 		buf, _ := c.br.Peek(c.br.Buffered())
 		if end := headEnd(buf, from); end > 0 {
 			return buf[:end], nil
+		}
+		if !timed {
+			_ = c.nc.SetReadDeadline(deadline(c.srv.headerTimeout))
+			c.idleAt, timed = time.Time{}, true // the idle deadline is no longer in force
 		}
 		from = max(len(buf)-3, 0)
 		if len(buf) >= h1HeadMax {
@@ -207,7 +236,13 @@ func (c *h1Conn) serveRequest(h *h1Head) (keep bool) {
 	r.RemoteAddr = c.remoteAddr
 	r.RequestURI = h.target
 	r.Close = h.close
-	w := &h1Writer{c: c, header: make(http.Header, 8), closeAfter: h.close}
+	hdr := c.w.header
+	if hdr == nil {
+		hdr = make(http.Header, 8)
+	}
+	clear(hdr)
+	w := &c.w
+	*w = h1Writer{c: c, header: hdr, closeAfter: h.close, pending: w.pending[:0]}
 	defer func() {
 		c.stopWatch()
 		if p := recover(); p != nil {

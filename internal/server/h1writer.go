@@ -2,6 +2,7 @@ package server
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -140,6 +141,57 @@ func (w *h1Writer) ReadFrom(src io.Reader) (int64, error) {
 	w.written += sent
 	w.fail(err)
 	return sent, err
+}
+
+// writeBuffers sends bufs as body: with the head in one writev when they are the
+// whole body of a response of known length (a live segment's chunks), else as
+// Writes.
+func (w *h1Writer) writeBuffers(bufs [][]byte) (int64, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	var n int64
+	for _, b := range bufs {
+		n += int64(len(b))
+	}
+	if w.err != nil || w.committed || w.clen < 0 || n != w.clen-w.written || !w.bodyAllowed() {
+		return writeEach(writerOnly{w}, bufs)
+	}
+	w.committed = true
+	all := make(net.Buffers, 0, len(bufs)+1)
+	all = append(append(all, w.headBytes(nil)), bufs...)
+	if _, err := all.WriteTo(w.c.nc); err != nil {
+		w.fail(err)
+		return 0, err
+	}
+	w.written += n
+	return n, nil
+}
+
+// writeEach writes bufs one Write each.
+func writeEach(w io.Writer, bufs [][]byte) (int64, error) {
+	var n int64
+	for _, b := range bufs {
+		k, err := w.Write(b)
+		n += int64(k)
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// buffersWriter is a ResponseWriter that sends several slices as one system call.
+type buffersWriter interface {
+	writeBuffers(bufs [][]byte) (int64, error)
+}
+
+// writeBuffers writes bufs to w, in one system call where w can.
+func writeBuffers(w http.ResponseWriter, bufs [][]byte) (int64, error) {
+	if bw, ok := w.(buffersWriter); ok {
+		return bw.writeBuffers(bufs)
+	}
+	return writeEach(w, bufs)
 }
 
 // writerOnly hides ReadFrom so io.Copy uses Write.

@@ -215,6 +215,14 @@ func (r *recorder) ReadFrom(src io.Reader) (int64, error) {
 	return n, err
 }
 
+// writeBuffers keeps the inner writer's one-writev path for a live segment's chunks.
+func (r *recorder) writeBuffers(bufs [][]byte) (int64, error) {
+	r.wroteHeader = true
+	n, err := writeBuffers(r.ResponseWriter, bufs)
+	r.bytes += n
+	return n, err
+}
+
 func (r *recorder) Flush() {
 	if f, ok := r.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
