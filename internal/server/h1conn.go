@@ -9,10 +9,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"runtime"
 	"strconv"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -298,20 +300,54 @@ func (c *h1Conn) writeChunk(p []byte) error {
 	return err
 }
 
+// sendFile sends n bytes of f from offset 0 with sendfile(2). The call is made
+// without telling the scheduler: a non-blocking socket returns at once (EAGAIN
+// when full), and a scheduler told of a system call longer than 20 µs hands the
+// processor to another thread, which is a context switch per segment.
+func (c *h1Conn) sendFile(f *os.File, n int64) (int64, error) {
+	src := int(f.Fd())
+	var off, sent int64
+	var serr error
+	err := c.raw.Write(func(fd uintptr) bool {
+		for sent < n {
+			k, _, errno := unix.RawSyscall6(unix.SYS_SENDFILE, fd, uintptr(src), uintptr(unsafe.Pointer(&off)), uintptr(min(n-sent, 1<<30)), 0, 0)
+			switch {
+			case errno == unix.EINTR:
+				continue
+			case errno == unix.EAGAIN:
+				return false // wait until the socket can take more
+			case errno != 0:
+				serr = errno
+				return true
+			case k == 0:
+				return true // the file ended early
+			}
+			sent += int64(k)
+		}
+		return true
+	})
+	runtime.KeepAlive(f)
+	if err != nil {
+		return sent, err
+	}
+	return sent, serr
+}
+
 // sendMore sends b with MSG_MORE: the kernel holds it to go out with the sendfile
 // that follows, so head and body share packets as with nginx's tcp_nopush.
 func (c *h1Conn) sendMore(b []byte) error {
 	var serr error
 	err := c.raw.Write(func(fd uintptr) bool {
 		for len(b) > 0 {
-			n, err := unix.SendmsgN(int(fd), b, nil, nil, unix.MSG_MORE|unix.MSG_NOSIGNAL)
+			// Raw, as sendFile: a non-blocking send returns at once.
+			n, _, errno := unix.RawSyscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), unix.MSG_MORE|unix.MSG_NOSIGNAL, 0, 0)
 			switch {
-			case err == unix.EINTR:
+			case errno == unix.EINTR:
 				continue
-			case err == unix.EAGAIN:
+			case errno == unix.EAGAIN:
 				return false // wait until the socket can take more
-			case err != nil:
-				serr = err
+			case errno != 0:
+				serr = errno
 				return true
 			}
 			b = b[n:]

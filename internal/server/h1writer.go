@@ -143,6 +143,36 @@ func (w *h1Writer) ReadFrom(src io.Reader) (int64, error) {
 	return sent, err
 }
 
+// sendFile sends n bytes of f from offset 0 as the whole body, the head sent with
+// MSG_MORE just before (one packet train, as nginx's tcp_nopush); false when this
+// response cannot (then nothing was sent and the caller copies).
+func (w *h1Writer) sendFile(f *os.File, n int64) (bool, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.err != nil || w.committed || w.clen != n || w.written != 0 || !w.bodyAllowed() || w.c.raw == nil {
+		return false, nil
+	}
+	if err := w.c.sendMore(w.headBytes(nil)); err != nil {
+		w.fail(err)
+		return true, err
+	}
+	w.committed = true
+	sent, err := w.c.sendFile(f, n)
+	w.written += sent
+	if err == nil && sent < n {
+		err = io.ErrUnexpectedEOF // the file shrank: the client sees the close
+	}
+	w.fail(err)
+	return true, err
+}
+
+// fileSender is a ResponseWriter that sends a file's bytes with sendfile at an
+// explicit offset (no seek, no position shared between requests).
+type fileSender interface {
+	sendFile(f *os.File, n int64) (bool, error)
+}
+
 // writeBuffers sends bufs as body: with the head in one writev when they are the
 // whole body of a response of known length (a live segment's chunks), else as
 // Writes.

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -213,6 +214,20 @@ func (r *recorder) ReadFrom(src io.Reader) (int64, error) {
 	}
 	r.bytes += n
 	return n, err
+}
+
+// sendFile keeps the inner writer's sendfile-at-an-offset path.
+func (r *recorder) sendFile(f *os.File, n int64) (bool, error) {
+	fs, ok := r.ResponseWriter.(fileSender)
+	if !ok {
+		return false, nil
+	}
+	r.wroteHeader = true
+	done, err := fs.sendFile(f, n)
+	if done {
+		r.bytes += n
+	}
+	return done, err
 }
 
 // writeBuffers keeps the inner writer's one-writev path for a live segment's chunks.
