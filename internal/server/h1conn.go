@@ -44,9 +44,18 @@ type h1Conn struct {
 	watchDone chan struct{}
 	stash     []byte
 
-	w      h1Writer    // reused: one response at a time
+	w      h1Writer // reused: one response at a time
+	req    http.Request
+	url    url.URL
 	reqHdr http.Header // reused: handlers do not keep a request's header
 	idleAt time.Time   // when the idle deadline was last set (zero: not in force)
+
+	// Raw socket writes: their state and the callbacks RawConn.Write runs, made
+	// once per connection.
+	sf                     sendfileCall
+	more                   []byte
+	moreErr                error
+	sendfileFn, sendMoreFn func(fd uintptr) bool
 }
 
 const (
@@ -227,10 +236,13 @@ func leanRoute(path, query string) bool {
 
 // serveRequest answers one request; false means the connection ends.
 func (c *h1Conn) serveRequest(h *h1Head) (keep bool) {
-	r := new(http.Request)
+	// One Request and URL per connection, reset for each request: the routes the
+	// lean path serves answer within the handler call and keep neither.
+	r, u := &c.req, &c.url
 	*r = *c.base
+	*u = url.URL{Path: h.path, RawQuery: h.query}
 	r.Method = h.method
-	r.URL = &url.URL{Path: h.path, RawQuery: h.query}
+	r.URL = u
 	r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/1.1", 1, 1
 	r.Header = h.header
 	r.Body = http.NoBody
@@ -305,57 +317,77 @@ func (c *h1Conn) writeChunk(p []byte) error {
 // when full), and a scheduler told of a system call longer than 20 µs hands the
 // processor to another thread, which is a context switch per segment.
 func (c *h1Conn) sendFile(f *os.File, n int64) (int64, error) {
-	src := int(f.Fd())
-	var off, sent int64
-	var serr error
-	err := c.raw.Write(func(fd uintptr) bool {
-		for sent < n {
-			k, _, errno := unix.RawSyscall6(unix.SYS_SENDFILE, fd, uintptr(src), uintptr(unsafe.Pointer(&off)), uintptr(min(n-sent, 1<<30)), 0, 0)
-			switch {
-			case errno == unix.EINTR:
-				continue
-			case errno == unix.EAGAIN:
-				return false // wait until the socket can take more
-			case errno != 0:
-				serr = errno
-				return true
-			case k == 0:
-				return true // the file ended early
-			}
-			sent += int64(k)
-		}
-		return true
-	})
-	runtime.KeepAlive(f)
-	if err != nil {
-		return sent, err
+	c.sf = sendfileCall{src: int(f.Fd()), n: n}
+	if c.sendfileFn == nil {
+		c.sendfileFn = c.sendfileStep // made once: a method value escapes
 	}
-	return sent, serr
+	err := c.raw.Write(c.sendfileFn)
+	runtime.KeepAlive(f)
+	sent := c.sf.sent
+	if err == nil {
+		err = c.sf.err
+	}
+	return sent, err
+}
+
+// sendfileCall is the state of one sendFile between wake-ups.
+type sendfileCall struct {
+	src       int
+	off, sent int64
+	n         int64
+	err       error
+}
+
+// sendfileStep sends until done or the socket is full (false: wait and call again).
+func (c *h1Conn) sendfileStep(fd uintptr) bool {
+	sf := &c.sf
+	for sf.sent < sf.n {
+		k, _, errno := unix.RawSyscall6(unix.SYS_SENDFILE, fd, uintptr(sf.src), uintptr(unsafe.Pointer(&sf.off)), uintptr(min(sf.n-sf.sent, 1<<30)), 0, 0)
+		switch {
+		case errno == unix.EINTR:
+			continue
+		case errno == unix.EAGAIN:
+			return false
+		case errno != 0:
+			sf.err = errno
+			return true
+		case k == 0:
+			return true // the file ended early
+		}
+		sf.sent += int64(k)
+	}
+	return true
 }
 
 // sendMore sends b with MSG_MORE: the kernel holds it to go out with the sendfile
 // that follows, so head and body share packets as with nginx's tcp_nopush.
 func (c *h1Conn) sendMore(b []byte) error {
-	var serr error
-	err := c.raw.Write(func(fd uintptr) bool {
-		for len(b) > 0 {
-			// Raw, as sendFile: a non-blocking send returns at once.
-			n, _, errno := unix.RawSyscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), unix.MSG_MORE|unix.MSG_NOSIGNAL, 0, 0)
-			switch {
-			case errno == unix.EINTR:
-				continue
-			case errno == unix.EAGAIN:
-				return false // wait until the socket can take more
-			case errno != 0:
-				serr = errno
-				return true
-			}
-			b = b[n:]
-		}
-		return true
-	})
+	c.more, c.moreErr = b, nil
+	if c.sendMoreFn == nil {
+		c.sendMoreFn = c.sendMoreStep
+	}
+	err := c.raw.Write(c.sendMoreFn)
+	c.more = nil
 	if err != nil {
 		return err
 	}
-	return serr
+	return c.moreErr
+}
+
+func (c *h1Conn) sendMoreStep(fd uintptr) bool {
+	for len(c.more) > 0 {
+		// Raw, as sendfile: a non-blocking send returns at once.
+		n, _, errno := unix.RawSyscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&c.more[0])), uintptr(len(c.more)), unix.MSG_MORE|unix.MSG_NOSIGNAL, 0, 0)
+		switch {
+		case errno == unix.EINTR:
+			continue
+		case errno == unix.EAGAIN:
+			return false // wait until the socket can take more
+		case errno != 0:
+			c.moreErr = errno
+			return true
+		}
+		c.more = c.more[n:]
+	}
+	return true
 }
