@@ -14,7 +14,7 @@
 # HTTP/2 (H2=1): h2load against Streambed's h2c (prior knowledge) and TLS h2
 # listeners and nginx's http2 listeners on the same files.
 #
-# Usage: bench/bench-origin.sh [ASSET_DIR]   (env: CONNS="50 200 1000" REPS=3 SECONDS_PER_RUN=5
+# Usage: bench/bench-origin.sh [ASSET_DIR]   (env: CONNS="50 200 1000" REPS=5 SECONDS_PER_RUN=5
 #        H2=1 H2_CONNS="50 200" H2_STREAMS=4 SERVER_CPUS=0 LOAD_CPUS=1
 #        OUT=docs/results/origin.md RAW=docs/results/origin/DATE.json)
 set -euo pipefail
@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.."
 BIN=${BIN:-bin/streambed}
 ASSET=${1:-.cache/bench/asset}
 CONNS=${CONNS:-"50 200 1000"}
-REPS=${REPS:-3}
+REPS=${REPS:-5}
 DUR=${SECONDS_PER_RUN:-5}
 SB_PORT=${SB_PORT:-18080}
 NGX_PORT=${NGX_PORT:-18081}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -56,6 +57,10 @@ type h1Conn struct {
 	more                   []byte
 	moreErr                error
 	sendfileFn, sendMoreFn func(fd uintptr) bool
+	rd                     []byte
+	rn                     int
+	rerr                   error
+	readFn                 func(fd uintptr) bool
 }
 
 const (
@@ -117,14 +122,47 @@ func deadline(d time.Duration) time.Time {
 	return time.Now().Add(d)
 }
 
-// Read feeds the head reader: stashed bytes first, then the socket.
+// Read feeds the head reader: stashed bytes first, then the socket, read with a raw
+// system call as the writes are (a non-blocking read returns at once; the runtime's
+// poller waits when there is nothing).
 func (c *h1Conn) Read(p []byte) (int, error) {
 	if len(c.stash) > 0 {
 		n := copy(p, c.stash)
 		c.stash = c.stash[n:]
 		return n, nil
 	}
-	return c.nc.Read(p)
+	if c.raw == nil || len(p) == 0 {
+		return c.nc.Read(p)
+	}
+	c.rd, c.rn, c.rerr = p, 0, nil
+	if c.readFn == nil {
+		c.readFn = c.readStep
+	}
+	err := c.raw.Read(c.readFn)
+	c.rd = nil
+	if err != nil {
+		return 0, err
+	}
+	return c.rn, c.rerr
+}
+
+func (c *h1Conn) readStep(fd uintptr) bool {
+	for {
+		n, _, errno := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&c.rd[0])), uintptr(len(c.rd)))
+		switch {
+		case errno == unix.EINTR:
+			continue
+		case errno == unix.EAGAIN:
+			return false // nothing yet: the poller waits for more
+		case errno != 0:
+			c.rerr = errno
+		case n == 0:
+			c.rerr = io.EOF
+		default:
+			c.rn = int(n)
+		}
+		return true
+	}
 }
 
 // startWatch watches for the client going away while a response streams.
