@@ -152,6 +152,14 @@ median() { tr ' ' '\n' | sort -g | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 label() { case $1 in sb) echo streambed ;; sbstd) echo streambed-net-http-only ;; *) echo nginx ;; esac; }
 
+# paired "A1 A2 ..." "B1 B2 ..." → "median (min–max)" of Ai ÷ Bi: each rep's two
+# runs were back to back, so their ratio is less moved by the machine's other load
+# than the ratio of the medians.
+paired() {
+  awk -v a="$1" -v b="$2" 'BEGIN {n = split(a, x, " "); split(b, y, " "); for (i = 1; i <= n; i++) printf "%.3f\n", (y[i] > 0) ? x[i] / y[i] : 0}' |
+    median | awk '{printf "%.2f (%.2f–%.2f)", $1, $2, $3}'
+}
+
 # cell PROTO CONNS SERVERS... → one table row; each rep runs every server once, the
 # order rotated per rep so no server always runs on a warmer (or busier) machine.
 declare -A R G C
@@ -182,7 +190,7 @@ cell() {
   for who in "${servers[@]}"; do
     [ "$who" = ngx ] && continue
     read -r m _ _ < <(echo ${R[$who]} | median)
-    row+=" | **$(awk -v a="$m" -v b="$ngm" 'BEGIN {printf "%.2f", (b>0)?a/b:0}')**"
+    row+=" | **$(awk -v a="$m" -v b="$ngm" 'BEGIN {printf "%.2f", (b>0)?a/b:0}')** (pairs $(paired "${R[$who]}" "${R[ngx]}"))"
   done
   for who in "${servers[@]}"; do
     read -r m lo hi < <(echo ${C[$who]} | median); row+=" | $m ($lo–$hi)"
@@ -190,7 +198,7 @@ cell() {
   for who in "${servers[@]}"; do
     [ "$who" = ngx ] && continue
     read -r m _ _ < <(echo ${C[$who]} | median)
-    row+=" | **$(awk -v a="$m" -v b="$ngc" 'BEGIN {printf "%.2f", (a>0)?b/a:0}')**"
+    row+=" | **$(awk -v a="$m" -v b="$ngc" 'BEGIN {printf "%.2f", (a>0)?b/a:0}')** (pairs $(paired "${C[ngx]}" "${C[$who]}"))"
   done
   for who in "${servers[@]}"; do
     read -r m _ _ < <(echo ${G[$who]} | median); row+=" | $m"
@@ -218,11 +226,11 @@ mkdir -p "$(dirname "$RAW")"
 } > "$RAW"
 echo "runs in $RAW"
 
-h1table=$(printf '%s\n' "| connections | Streambed req/s (min–max) | Streambed net/http only req/s | nginx req/s | req/s Streambed ÷ nginx | net/http only ÷ nginx | Streambed CPU µs/req | net/http only CPU µs/req | nginx CPU µs/req | efficiency Streambed ÷ nginx | net/http only ÷ nginx | Gbit/s Streambed | net/http only | nginx |" "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" "${h1rows[@]}")
+h1table=$(printf '%s\n' "| connections | Streambed req/s (min–max) | Streambed net/http only req/s | nginx req/s | req/s Streambed ÷ nginx (per-rep pairs) | net/http only ÷ nginx (pairs) | Streambed CPU µs/req | net/http only CPU µs/req | nginx CPU µs/req | efficiency Streambed ÷ nginx (pairs) | net/http only ÷ nginx (pairs) | Gbit/s Streambed | net/http only | nginx |" "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" "${h1rows[@]}")
 echo "$h1table"
 h2table=""
 if [ "$H2" = 1 ]; then
-  h2table=$(printf '%s\n' "| protocol | connections | Streambed req/s (min–max) | nginx req/s | req/s Streambed ÷ nginx | Streambed CPU µs/req | nginx CPU µs/req | efficiency Streambed ÷ nginx | Gbit/s Streambed | nginx |" "|---|---|---|---|---|---|---|---|---|---|" "${h2rows[@]}")
+  h2table=$(printf '%s\n' "| protocol | connections | Streambed req/s (min–max) | nginx req/s | req/s Streambed ÷ nginx (per-rep pairs) | Streambed CPU µs/req | nginx CPU µs/req | efficiency Streambed ÷ nginx (pairs) | Gbit/s Streambed | nginx |" "|---|---|---|---|---|---|---|---|---|---|" "${h2rows[@]}")
   echo "$h2table"
 fi
 if [ -n "$OUT" ]; then
