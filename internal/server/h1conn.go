@@ -45,11 +45,7 @@ type h1Conn struct {
 	watchDone chan struct{}
 	stash     []byte
 
-	w      h1Writer // reused: one response at a time
-	req    http.Request
-	url    url.URL
-	reqHdr http.Header // reused: handlers do not keep a request's header
-	idleAt time.Time   // when the idle deadline was last set (zero: not in force)
+	idleAt time.Time // when the idle deadline was last set (zero: not in force)
 
 	// Raw socket writes: their state and the callbacks RawConn.Write runs, made
 	// once per connection.
@@ -61,6 +57,23 @@ type h1Conn struct {
 	rn                     int
 	rerr                   error
 	readFn                 func(fd uintptr) bool
+}
+
+// h1Exchange is the state of one request and its response. Exchanges are pooled
+// across connections rather than kept per connection: the pool hands back the one
+// used last, still in the processor's cache, where a thousand connections' own
+// copies would each be cold when their turn comes.
+type h1Exchange struct {
+	w      h1Writer
+	req    http.Request
+	url    url.URL
+	reqHdr http.Header // handlers do not keep a request's header
+	resHdr http.Header
+	head   []byte // the response head being built
+}
+
+func newExchange() any {
+	return &h1Exchange{reqHdr: make(http.Header, 8), resHdr: make(http.Header, 8), head: make([]byte, 0, 512)}
 }
 
 const (
@@ -96,17 +109,18 @@ func (c *h1Conn) serve(ctx context.Context) {
 			c.srv.closeConn(c) // the client went away or was too slow (slowloris)
 			return
 		}
-		if c.reqHdr == nil {
-			c.reqHdr = make(http.Header, 8)
-		}
-		clear(c.reqHdr)
-		h := h1Head{header: c.reqHdr}
+		x := c.srv.exchanges.Get().(*h1Exchange)
+		clear(x.reqHdr)
+		h := h1Head{header: x.reqHdr}
 		if err != nil || parseHead(head, &h) != nil || !leanRoute(h.path, h.query) {
+			c.srv.exchanges.Put(x)
 			c.handOff()
 			return
 		}
 		_, _ = c.br.Discard(len(head))
-		if !c.serveRequest(&h) {
+		keep := c.serveRequest(&h, x)
+		c.srv.exchanges.Put(x)
+		if !keep {
 			c.srv.closeConn(c)
 			return
 		}
@@ -273,10 +287,10 @@ func leanRoute(path, query string) bool {
 }
 
 // serveRequest answers one request; false means the connection ends.
-func (c *h1Conn) serveRequest(h *h1Head) (keep bool) {
-	// One Request and URL per connection, reset for each request: the routes the
-	// lean path serves answer within the handler call and keep neither.
-	r, u := &c.req, &c.url
+func (c *h1Conn) serveRequest(h *h1Head, x *h1Exchange) (keep bool) {
+	// The exchange's Request and URL, reset: the routes the lean path serves answer
+	// within the handler call and keep neither.
+	r, u := &x.req, &x.url
 	*r = *c.base
 	*u = url.URL{Path: h.path, RawQuery: h.query}
 	r.Method = h.method
@@ -288,13 +302,11 @@ func (c *h1Conn) serveRequest(h *h1Head) (keep bool) {
 	r.RemoteAddr = c.remoteAddr
 	r.RequestURI = h.target
 	r.Close = h.close
-	hdr := c.w.header
-	if hdr == nil {
-		hdr = make(http.Header, 8)
-	}
-	clear(hdr)
-	w := &c.w
-	*w = h1Writer{c: c, header: hdr, closeAfter: h.close, pending: w.pending[:0]}
+	clear(x.resHdr)
+	c.head = x.head[:0]
+	defer func() { x.head, c.head = c.head[:0], nil }()
+	w := &x.w
+	*w = h1Writer{c: c, header: x.resHdr, closeAfter: h.close, pending: w.pending[:0]}
 	defer func() {
 		c.stopWatch()
 		if p := recover(); p != nil {

@@ -38,6 +38,7 @@ type h1Listener struct {
 	closeOnce sync.Once
 	wg        sync.WaitGroup // connection goroutines
 
+	exchanges sync.Pool    // *h1Exchange
 	served    atomic.Int64 // requests answered on the lean path
 	handedOff atomic.Int64 // connections handed to net/http
 
@@ -53,6 +54,7 @@ func newH1Listener(ctx context.Context, inner net.Listener, srv *http.Server, lo
 	l := &h1Listener{inner: inner, handler: srv.Handler, log: log, conns: conns,
 		idleTimeout: srv.IdleTimeout, headerTimeout: srv.ReadHeaderTimeout,
 		handoffs: make(chan net.Conn), done: make(chan struct{}), active: map[*h1Conn]struct{}{}}
+	l.exchanges.New = newExchange
 	go l.acceptLoop(ctx)
 	return l
 }
