@@ -208,6 +208,9 @@ func (c *h1Conn) stopWatch() {
 	_ = c.nc.SetReadDeadline(time.Unix(1, 0)) // in the past: the read returns at once
 	<-c.watchDone
 	c.watchDone = nil
+	// No deadline until the next wait sets one (with no idle timeout, none at all).
+	_ = c.nc.SetReadDeadline(time.Time{})
+	c.idleAt = time.Time{}
 }
 
 // idleDeadline bounds the wait for the next request by the idle timeout. Moving a

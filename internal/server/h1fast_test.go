@@ -316,3 +316,46 @@ func gaugeValue(t *testing.T, s *Server) float64 {
 	t.Fatal("no streambed_http_open_connections in /metrics")
 	return 0
 }
+
+// A request pipelined behind a live segment that is still being made waits for it:
+// the bytes the client-gone watcher read meanwhile are the next head, answered
+// after the segment ends, on the same connection.
+func TestLeanPathPipelinedBehindStreamedSegment(t *testing.T) {
+	const d = 1000
+	c, ts, _ := llOrigin(t, d*time.Millisecond, leanProto)
+	appendChunk(t, c, 0, 0, d)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	must(t, err)
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(guard))
+	_, err = io.WriteString(conn, "GET /live/ll/v/0.m4s HTTP/1.1\r\nHost: a\r\n\r\n")
+	must(t, err)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	must(t, err)
+	if resp.StatusCode != 200 || len(resp.TransferEncoding) == 0 {
+		t.Fatalf("segment in progress: %d %v, want 200 chunked", resp.StatusCode, resp.TransferEncoding)
+	}
+	first := readN(t, resp.Body, len(chunkOf(0, 0, d).Data))
+	// The watcher is reading now; the next request reaches it, not the head reader.
+	_, err = io.WriteString(conn, "GET /live/ll/v/init.mp4 HTTP/1.1\r\nHost: a\r\n\r\n")
+	must(t, err)
+	var want []byte
+	want = append(want, first...)
+	for i := uint64(1); i < 4; i++ {
+		want = append(want, appendChunk(t, c, 0, i, d)...)
+	}
+	rest, err := readRest(t, resp.Body)
+	if err != nil {
+		t.Fatalf("segment body: %v", err)
+	}
+	if got := append(first, rest...); !bytes.Equal(got, want) {
+		t.Fatalf("segment body %d bytes, want the 4 chunks (%d bytes)", len(got), len(want))
+	}
+	resp, err = http.ReadResponse(br, nil)
+	must(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(b) != "vinit" {
+		t.Errorf("pipelined init: %d %q, want 200 vinit", resp.StatusCode, b)
+	}
+}
