@@ -19,7 +19,7 @@ RUN_DEPS  := ffmpeg:ffmpeg ffprobe:ffmpeg node:nodejs npm:npm
 TEST_DEPS := chromium:chromium xmllint:libxml2-utils nghttp:nghttp2-client ip:iproute2 tc:iproute2 \
              iptables:iptables nginx:nginx varnishd:varnish
 # What each benchmark compares with or drives.
-BENCH_ORIGIN_DEPS   := nginx:nginx wrk:wrk curl:curl
+BENCH_ORIGIN_DEPS   := nginx:nginx wrk:wrk curl:curl h2load:nghttp2-client openssl:openssl
 BENCH_CAPACITY_DEPS := nginx:nginx taskset:util-linux curl:curl python3:python3
 # Outside programs the lab studies put beside ours: aria2c (ParS study), h2o (push from
 # h2o), iperf3 (the emulator's calibration against a second tool).

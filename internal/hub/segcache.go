@@ -72,6 +72,22 @@ func (f *CachedFile) Open() (*os.File, error) {
 	return fd, err
 }
 
+// OpenAt borrows a descriptor for reads at explicit offsets (sendfile or pread
+// with an offset), which do not use or move its position: no seek. Give it back
+// with Release.
+func (f *CachedFile) OpenAt() (*os.File, error) {
+	select {
+	case fd := <-f.idle:
+		return fd, nil
+	default:
+	}
+	fd, err := os.Open(f.Path)
+	if err == nil && f.cache != nil {
+		f.cache.open.Add(1)
+	}
+	return fd, err
+}
+
 // Release returns a borrowed descriptor, or closes it when the file or the cache
 // holds enough already.
 func (f *CachedFile) Release(fd *os.File) {

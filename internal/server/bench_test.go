@@ -1,8 +1,10 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -117,6 +119,45 @@ func BenchmarkRenderLiveMPD(b *testing.B) {
 		}
 		if err := renderFile(io.Discard, p, "manifest-timeline.mpd", ""); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLeanVODSegment times keep-alive GETs of a VOD segment through the lean
+// HTTP/1.1 path on loopback, client included (for -memprofile and -cpuprofile of the
+// path; make bench-origin compares it with nginx).
+func BenchmarkLeanVODSegment(b *testing.B) {
+	s := benchOrigin(b)
+	t := &testing.T{}
+	var addr string
+	done := make(chan bool)
+	go func() {
+		ok := false
+		defer func() { done <- ok }()
+		addr, _ = leanOrigin(t, s, 10*time.Second)
+		ok = true
+	}()
+	if !<-done {
+		b.Fatal("leanOrigin failed")
+	}
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	req := []byte("GET /vod/clip/v1/1.m4s HTTP/1.1\r\nHost: a\r\n\r\n")
+	br := bufio.NewReaderSize(c, 64<<10)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Write(req); err != nil {
+			b.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n, _ := io.Copy(io.Discard, resp.Body); resp.StatusCode != 200 || n != 800 {
+			b.Fatalf("%d, %d bytes", resp.StatusCode, n)
 		}
 	}
 }

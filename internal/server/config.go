@@ -18,6 +18,9 @@ type Config struct {
 	DataDir string      `yaml:"data_dir"` // generated certificate, push rules, demo content
 	Cache   CacheConfig `yaml:"cache"`
 	Log     LogConfig   `yaml:"log"`
+	// NetHTTPOnly turns off the lean HTTP/1.1 path for segments and manifests on the
+	// plain-HTTP listener (h1fast.go), so net/http answers every request.
+	NetHTTPOnly bool `yaml:"net_http_only"`
 }
 
 // CacheConfig sets the Cache-Control lifetimes a CDN acts on.

@@ -283,11 +283,12 @@ func (s *Server) handleLiveTrack(w http.ResponseWriter, r *http.Request) {
 		// stack, which an idle connection's goroutine then grows again per request).
 		h["Last-Modified"] = []string{mod.UTC().Format(http.TimeFormat)}
 		h["Content-Length"] = []string{strconv.FormatInt(int64(seg.Len()), 10)}
-		for _, ch := range seg.Chunks {
-			if _, err := w.Write(ch.Data); err != nil {
-				return // the client went away
-			}
+		// On the lean HTTP/1.1 path head and chunks leave in one writev.
+		bufs := make([][]byte, len(seg.Chunks))
+		for i, ch := range seg.Chunks {
+			bufs[i] = ch.Data
 		}
+		_, _ = writeBuffers(w, bufs) // an error: the client went away
 		return
 	}
 	http.ServeContent(w, r, "", mod, newChunkReader(seg.Chunks))

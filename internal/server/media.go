@@ -211,7 +211,13 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, path string, 
 		httperr.Write(w, fmt.Errorf("segment file: %w", media.ErrNotFound))
 		return
 	}
-	fd, err := cf.Open()
+	fs, lean := w.(fileSender)
+	lean = lean && isPlainGet(r)
+	open := cf.Open
+	if lean {
+		open = cf.OpenAt // sendfile at an offset: no seek
+	}
+	fd, err := open()
 	if err != nil {
 		httperr.Write(w, fmt.Errorf("segment file: %w", media.ErrNotFound))
 		return
@@ -225,6 +231,14 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, path string, 
 		// The common case, a whole segment: no seeking, sniffing or range parsing.
 		h["Last-Modified"] = []string{cf.ModTime.UTC().Format(http.TimeFormat)}
 		h["Content-Length"] = []string{strconv.FormatInt(cf.Size, 10)}
+		if lean {
+			if done, _ := fs.sendFile(fd, cf.Size); done {
+				return // sent, or the client went away
+			}
+			if _, err := fd.Seek(0, io.SeekStart); err != nil {
+				return
+			}
+		}
 		// CopyN hands the connection an io.LimitedReader of an *os.File, which it sends
 		// with sendfile; io.Copy would go through File.WriteTo and copy in user space.
 		_, _ = io.CopyN(w, fd, cf.Size)

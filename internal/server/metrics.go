@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -211,6 +212,28 @@ func (r *recorder) ReadFrom(src io.Reader) (int64, error) {
 	} else {
 		n, err = io.Copy(struct{ io.Writer }{r.ResponseWriter}, src)
 	}
+	r.bytes += n
+	return n, err
+}
+
+// sendFile keeps the inner writer's sendfile-at-an-offset path.
+func (r *recorder) sendFile(f *os.File, n int64) (bool, error) {
+	fs, ok := r.ResponseWriter.(fileSender)
+	if !ok {
+		return false, nil
+	}
+	r.wroteHeader = true
+	done, err := fs.sendFile(f, n)
+	if done {
+		r.bytes += n
+	}
+	return done, err
+}
+
+// writeBuffers keeps the inner writer's one-writev path for a live segment's chunks.
+func (r *recorder) writeBuffers(bufs [][]byte) (int64, error) {
+	r.wroteHeader = true
+	n, err := writeBuffers(r.ResponseWriter, bufs)
 	r.bytes += n
 	return n, err
 }

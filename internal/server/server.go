@@ -206,12 +206,18 @@ func (s *Server) Serve(ctx context.Context, ls *Listeners) error {
 			BaseContext:       func(net.Listener) context.Context { return ctx },
 		}
 	}
+	var lean *h1Listener
 	if ls.HTTP != nil {
 		srv := base()
 		srv.Protocols = new(http.Protocols)
 		srv.Protocols.SetHTTP1(true)
 		srv.Protocols.SetUnencryptedHTTP2(true) // h2c with prior knowledge
-		start(srv, ls.HTTP, false)
+		l := ls.HTTP
+		if !s.cfg.NetHTTPOnly {
+			lean = newH1Listener(ctx, l, srv, s.log, s.metrics.conns)
+			l = lean
+		}
+		start(srv, l, false)
 	}
 	if ls.HTTPS != nil {
 		cert, err := loadOrCreateCert(s.cfg, s.log)
@@ -247,6 +253,10 @@ func (s *Server) Serve(ctx context.Context, ls *Listeners) error {
 	defer cancel()
 	for _, srv := range servers {
 		_ = srv.Shutdown(shutdownCtx)
+	}
+	if lean != nil {
+		_ = lean.Close()
+		lean.wait(shutdownCtx)
 	}
 	wg.Wait()
 	return err

@@ -24,8 +24,11 @@ import (
 
 const guard = 10 * time.Second
 
-// protocols are the two ways a player reaches the HTTP listener.
-var protocols = []string{"HTTP/1.1", "h2c"}
+// protocols are the ways a player reaches the HTTP listener: HTTP/1.1 through
+// net/http alone, h2c, and HTTP/1.1 through the lean path in front (h1fast.go).
+var protocols = []string{"HTTP/1.1", "h2c", leanProto}
+
+const leanProto = "HTTP/1.1 lean"
 
 // llOrigin is an origin over channel "ll" that the test feeds: one video track "v" at
 // timescale 1000, segments of d cut in chunks of d/4, on the real clock (a follower
@@ -46,6 +49,17 @@ func llOrigin(t *testing.T, d time.Duration, proto string) (*hub.Channel, *httpt
 	ts.Config.Protocols = new(http.Protocols)
 	ts.Config.Protocols.SetHTTP1(true)
 	ts.Config.Protocols.SetUnencryptedHTTP2(true)
+	if proto == leanProto {
+		ctx, cancel := context.WithCancel(context.Background())
+		l := newH1Listener(ctx, ts.Listener, ts.Config, s.log, s.metrics.conns)
+		ts.Listener = l
+		t.Cleanup(func() {
+			cancel()
+			wctx, stop := context.WithTimeout(context.Background(), guard)
+			defer stop()
+			l.wait(wctx)
+		})
+	}
 	ts.Start()
 	t.Cleanup(ts.Close)
 	tr := &http.Transport{DisableCompression: true}
@@ -156,10 +170,10 @@ func TestStreamSegmentInProgress(t *testing.T) {
 				resp.Header.Get("Cache-Control") != "public, max-age=31536000, immutable" || resp.Header.Get("Content-Type") != "video/mp4" {
 				t.Fatalf("status %d, Content-Length %d, headers %v", resp.StatusCode, resp.ContentLength, resp.Header)
 			}
-			if wantMajor := map[string]int{"HTTP/1.1": 1, "h2c": 2}[proto]; resp.ProtoMajor != wantMajor {
+			if wantMajor := map[string]int{"HTTP/1.1": 1, "h2c": 2, leanProto: 1}[proto]; resp.ProtoMajor != wantMajor {
 				t.Fatalf("answered over %s", resp.Proto)
 			}
-			if proto == "HTTP/1.1" && (len(resp.TransferEncoding) != 1 || resp.TransferEncoding[0] != "chunked") {
+			if proto != "h2c" && (len(resp.TransferEncoding) != 1 || resp.TransferEncoding[0] != "chunked") {
 				t.Errorf("Transfer-Encoding %v, want chunked", resp.TransferEncoding)
 			}
 			if got := readN(t, resp.Body, len(want)); !bytes.Equal(got, want) {
@@ -362,7 +376,7 @@ func TestStreamSegmentClientGone(t *testing.T) {
 					t.Fatalf("a goroutine is still serving the segment:\n%s", g)
 				}
 			}
-			if proto == "HTTP/1.1" {
+			if proto != "h2c" {
 				// Over HTTP/1.1 going away closes the connection: every goroutine of
 				// the request is gone.
 				for deadline := time.Now().Add(guard); runtime.NumGoroutine() > before; time.Sleep(10 * time.Millisecond) {

@@ -1,0 +1,446 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"runtime"
+	"strconv"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/streambed/streambed/internal/layout"
+)
+
+// h1Conn is one client connection on the lean path: it reads plain GET heads and
+// serves them through the origin's handler until one is not plain, which it hands,
+// with every byte read so far, to net/http.
+type h1Conn struct {
+	srv  *h1Listener
+	nc   net.Conn
+	tcp  *net.TCPConn    // nil when not TCP (then no sendfile or MSG_MORE)
+	raw  syscall.RawConn // for send(MSG_MORE)
+	br   *bufio.Reader
+	head []byte // the response head being built, reused
+
+	base       *http.Request // carries the connection's context into each request
+	cancel     context.CancelFunc
+	remoteAddr string
+	state      int32 // connIdle or connActive, under srv.mu
+
+	// While a response streams (a live segment followed as it is made), a watcher
+	// reads the connection so the request's context ends when the client goes, as
+	// net/http's background read does; bytes it reads (a pipelined request) wait in
+	// stash for the next head.
+	watchDone chan struct{}
+	stash     []byte
+
+	idleAt time.Time // when the idle deadline was last set (zero: not in force)
+
+	// Raw socket writes: their state and the callbacks RawConn.Write runs, made
+	// once per connection.
+	sf                     sendfileCall
+	more                   []byte
+	moreErr                error
+	sendfileFn, sendMoreFn func(fd uintptr) bool
+	rd                     []byte
+	rn                     int
+	rerr                   error
+	readFn                 func(fd uintptr) bool
+}
+
+// h1Exchange is the state of one request and its response. Exchanges are pooled
+// across connections rather than kept per connection: the pool hands back the one
+// used last, still in the processor's cache, where a thousand connections' own
+// copies would each be cold when their turn comes.
+type h1Exchange struct {
+	w      h1Writer
+	req    http.Request
+	url    url.URL
+	reqHdr http.Header // handlers do not keep a request's header
+	resHdr http.Header
+	head   []byte // the response head being built
+}
+
+func newExchange() any {
+	return &h1Exchange{reqHdr: make(http.Header, 8), resHdr: make(http.Header, 8), head: make([]byte, 0, 512)}
+}
+
+const (
+	connIdle = iota
+	connActive
+)
+
+// h1HeadMax is the longest head the lean path reads; a longer one goes to net/http,
+// which allows up to http.DefaultMaxHeaderBytes.
+const h1HeadMax = 4096
+
+var errHeadTooLong = errors.New("request head longer than the lean path reads")
+
+func (c *h1Conn) serve(ctx context.Context) {
+	ctx = context.WithValue(ctx, http.LocalAddrContextKey, c.nc.LocalAddr())
+	ctx, c.cancel = context.WithCancel(ctx)
+	defer c.cancel()
+	c.base = (&http.Request{}).WithContext(ctx)
+	for {
+		if c.br.Buffered() == 0 {
+			c.idleDeadline()
+			if _, err := c.br.Peek(1); err != nil {
+				c.srv.closeConn(c)
+				return
+			}
+		}
+		if !c.srv.setActive(c) {
+			c.srv.closeConn(c) // shutting down: no new request on this connection
+			return
+		}
+		head, err := c.readHead()
+		if err != nil && !errors.Is(err, errHeadTooLong) {
+			c.srv.closeConn(c) // the client went away or was too slow (slowloris)
+			return
+		}
+		x := c.srv.exchanges.Get().(*h1Exchange)
+		clear(x.reqHdr)
+		h := h1Head{header: x.reqHdr}
+		if err != nil || parseHead(head, &h) != nil || !leanRoute(h.path, h.query) {
+			c.srv.exchanges.Put(x)
+			c.handOff()
+			return
+		}
+		_, _ = c.br.Discard(len(head))
+		keep := c.serveRequest(&h, x)
+		c.srv.exchanges.Put(x)
+		if !keep {
+			c.srv.closeConn(c)
+			return
+		}
+		c.srv.setIdle(c)
+	}
+}
+
+// deadline is d from now, or none for 0 (as net/http's zero timeouts).
+func deadline(d time.Duration) time.Time {
+	if d <= 0 {
+		return time.Time{}
+	}
+	return time.Now().Add(d)
+}
+
+// Read feeds the head reader: stashed bytes first, then the socket, read with a raw
+// system call as the writes are (a non-blocking read returns at once; the runtime's
+// poller waits when there is nothing).
+func (c *h1Conn) Read(p []byte) (int, error) {
+	if len(c.stash) > 0 {
+		n := copy(p, c.stash)
+		c.stash = c.stash[n:]
+		return n, nil
+	}
+	if c.raw == nil || len(p) == 0 {
+		return c.nc.Read(p)
+	}
+	c.rd, c.rn, c.rerr = p, 0, nil
+	if c.readFn == nil {
+		c.readFn = c.readStep
+	}
+	err := c.raw.Read(c.readFn)
+	c.rd = nil
+	if err != nil {
+		return 0, err
+	}
+	return c.rn, c.rerr
+}
+
+func (c *h1Conn) readStep(fd uintptr) bool {
+	for {
+		n, _, errno := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&c.rd[0])), uintptr(len(c.rd)))
+		switch {
+		case errno == unix.EINTR:
+			continue
+		case errno == unix.EAGAIN:
+			return false // nothing yet: the poller waits for more
+		case errno != 0:
+			c.rerr = errno
+		case n == 0:
+			c.rerr = io.EOF
+		default:
+			c.rn = int(n)
+		}
+		return true
+	}
+}
+
+// startWatch watches for the client going away while a response streams.
+func (c *h1Conn) startWatch() {
+	if c.watchDone != nil || c.br.Buffered() > 0 {
+		return // watching, or the next request is here already (the client is not gone)
+	}
+	_ = c.nc.SetReadDeadline(time.Time{})
+	c.idleAt = time.Time{}
+	done := make(chan struct{})
+	c.watchDone = done
+	go func() {
+		defer close(done)
+		b := make([]byte, 1024)
+		n, err := c.nc.Read(b)
+		c.stash = append(c.stash, b[:n]...) // read by serve only after done
+		var ne net.Error
+		if err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
+			c.cancel() // end of stream or reset: nobody to answer
+		}
+	}()
+}
+
+// stopWatch ends the watcher's read and waits for it.
+func (c *h1Conn) stopWatch() {
+	if c.watchDone == nil {
+		return
+	}
+	_ = c.nc.SetReadDeadline(time.Unix(1, 0)) // in the past: the read returns at once
+	<-c.watchDone
+	c.watchDone = nil
+	// No deadline until the next wait sets one (with no idle timeout, none at all).
+	_ = c.nc.SetReadDeadline(time.Time{})
+	c.idleAt = time.Time{}
+}
+
+// idleDeadline bounds the wait for the next request by the idle timeout. Moving a
+// deadline costs a timer update, so it moves at most once a second: the idle
+// timeout is kept to within a second.
+func (c *h1Conn) idleDeadline() {
+	if c.srv.idleTimeout <= 0 {
+		return
+	}
+	now := time.Now()
+	if now.Sub(c.idleAt) < time.Second {
+		return
+	}
+	c.idleAt = now
+	_ = c.nc.SetReadDeadline(now.Add(c.srv.idleTimeout))
+}
+
+// readHead returns the buffered bytes of the next request head, through its empty
+// line, without consuming them (a hand-off replays them). A head that came whole
+// with its first bytes needs no header deadline; one that did not gets the header
+// timeout from here (a slowloris client is cut off by it).
+func (c *h1Conn) readHead() ([]byte, error) {
+	from, timed := 0, false
+	for {
+		buf, _ := c.br.Peek(c.br.Buffered())
+		if end := headEnd(buf, from); end > 0 {
+			return buf[:end], nil
+		}
+		if !timed {
+			_ = c.nc.SetReadDeadline(deadline(c.srv.headerTimeout))
+			c.idleAt, timed = time.Time{}, true // the idle deadline is no longer in force
+		}
+		from = max(len(buf)-3, 0)
+		if len(buf) >= h1HeadMax {
+			return nil, errHeadTooLong
+		}
+		if _, err := c.br.Peek(len(buf) + 1); err != nil {
+			if errors.Is(err, bufio.ErrBufferFull) {
+				return nil, errHeadTooLong
+			}
+			return nil, err
+		}
+	}
+}
+
+// headEnd is the length of the head in b (through "\n\r\n" or "\n\n"), 0 if b has
+// no complete head; the search starts at from.
+func headEnd(b []byte, from int) int {
+	for i := from; i < len(b); {
+		j := bytes.IndexByte(b[i:], '\n')
+		if j < 0 {
+			return 0
+		}
+		i += j + 1
+		if i < len(b) && b[i] == '\n' {
+			return i + 1
+		}
+		if i+1 < len(b) && b[i] == '\r' && b[i+1] == '\n' {
+			return i + 2
+		}
+	}
+	return 0
+}
+
+// leanRoute reports the requests the lean path answers: segments, init segments and
+// manifests, all answered at once (LL-HLS playlist reloads that block and parts,
+// which may wait, stay with net/http, whose request context ends when the client
+// goes away).
+func leanRoute(path, query string) bool {
+	switch layout.Parse(path).Kind {
+	case layout.KindSegment, layout.KindInit, layout.KindManifest:
+		return true
+	case layout.KindPlaylist:
+		return query == ""
+	}
+	return false
+}
+
+// serveRequest answers one request; false means the connection ends.
+func (c *h1Conn) serveRequest(h *h1Head, x *h1Exchange) (keep bool) {
+	// The exchange's Request and URL, reset: the routes the lean path serves answer
+	// within the handler call and keep neither.
+	r, u := &x.req, &x.url
+	*r = *c.base
+	*u = url.URL{Path: h.path, RawQuery: h.query}
+	r.Method = h.method
+	r.URL = u
+	r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/1.1", 1, 1
+	r.Header = h.header
+	r.Body = http.NoBody
+	r.Host = h.host
+	r.RemoteAddr = c.remoteAddr
+	r.RequestURI = h.target
+	r.Close = h.close
+	clear(x.resHdr)
+	c.head = x.head[:0]
+	defer func() { x.head, c.head = c.head[:0], nil }()
+	w := &x.w
+	*w = h1Writer{c: c, header: x.resHdr, closeAfter: h.close, pending: w.pending[:0]}
+	defer func() {
+		c.stopWatch()
+		if p := recover(); p != nil {
+			// As net/http: ErrAbortHandler ends the connection quietly (a live
+			// segment that could not be finished), any other panic is logged.
+			if p != http.ErrAbortHandler {
+				buf := make([]byte, 64<<10)
+				buf = buf[:runtime.Stack(buf, false)]
+				c.srv.log.Error("http: panic serving", "remote", c.remoteAddr, "panic", fmt.Sprint(p), "stack", string(buf))
+			}
+			keep = false
+		}
+	}()
+	c.srv.served.Add(1)
+	c.srv.handler.ServeHTTP(w, r)
+	w.finish()
+	return !w.closeAfter
+}
+
+// handOff gives the connection to net/http with the bytes read and not answered.
+func (c *h1Conn) handOff() {
+	_ = c.nc.SetReadDeadline(time.Time{})
+	prefix := bytes.Clone(func() []byte { b, _ := c.br.Peek(c.br.Buffered()); return b }())
+	c.srv.handOff(c, &replayConn{Conn: c.nc, prefix: prefix})
+}
+
+func (c *h1Conn) closing() bool { return c.srv.isClosed() }
+
+func (c *h1Conn) write(b []byte) error {
+	_, err := c.nc.Write(b)
+	return err
+}
+
+// writev sends the head and a body in one system call.
+func (c *h1Conn) writev(head, body []byte) error {
+	if len(body) == 0 {
+		return c.write(head)
+	}
+	bufs := net.Buffers{head, body}
+	_, err := bufs.WriteTo(c.nc)
+	return err
+}
+
+// writeChunk sends p as one chunk of a chunked body.
+func (c *h1Conn) writeChunk(p []byte) error {
+	if len(p) == 0 {
+		return nil
+	}
+	size := strconv.AppendInt(make([]byte, 0, 20), int64(len(p)), 16)
+	size = append(size, "\r\n"...)
+	bufs := net.Buffers{size, p, []byte("\r\n")}
+	_, err := bufs.WriteTo(c.nc)
+	return err
+}
+
+// sendFile sends n bytes of f from offset 0 with sendfile(2). The call is made
+// without telling the scheduler: a non-blocking socket returns at once (EAGAIN
+// when full), and a scheduler told of a system call longer than 20 µs hands the
+// processor to another thread, which is a context switch per segment.
+func (c *h1Conn) sendFile(f *os.File, n int64) (int64, error) {
+	c.sf = sendfileCall{src: int(f.Fd()), n: n}
+	if c.sendfileFn == nil {
+		c.sendfileFn = c.sendfileStep // made once: a method value escapes
+	}
+	err := c.raw.Write(c.sendfileFn)
+	runtime.KeepAlive(f)
+	sent := c.sf.sent
+	if err == nil {
+		err = c.sf.err
+	}
+	return sent, err
+}
+
+// sendfileCall is the state of one sendFile between wake-ups.
+type sendfileCall struct {
+	src       int
+	off, sent int64
+	n         int64
+	err       error
+}
+
+// sendfileStep sends until done or the socket is full (false: wait and call again).
+func (c *h1Conn) sendfileStep(fd uintptr) bool {
+	sf := &c.sf
+	for sf.sent < sf.n {
+		k, _, errno := unix.RawSyscall6(unix.SYS_SENDFILE, fd, uintptr(sf.src), uintptr(unsafe.Pointer(&sf.off)), uintptr(min(sf.n-sf.sent, 1<<30)), 0, 0)
+		switch {
+		case errno == unix.EINTR:
+			continue
+		case errno == unix.EAGAIN:
+			return false
+		case errno != 0:
+			sf.err = errno
+			return true
+		case k == 0:
+			return true // the file ended early
+		}
+		sf.sent += int64(k)
+	}
+	return true
+}
+
+// sendMore sends b with MSG_MORE: the kernel holds it to go out with the sendfile
+// that follows, so head and body share packets as with nginx's tcp_nopush.
+func (c *h1Conn) sendMore(b []byte) error {
+	c.more, c.moreErr = b, nil
+	if c.sendMoreFn == nil {
+		c.sendMoreFn = c.sendMoreStep
+	}
+	err := c.raw.Write(c.sendMoreFn)
+	c.more = nil
+	if err != nil {
+		return err
+	}
+	return c.moreErr
+}
+
+func (c *h1Conn) sendMoreStep(fd uintptr) bool {
+	for len(c.more) > 0 {
+		// Raw, as sendfile: a non-blocking send returns at once.
+		n, _, errno := unix.RawSyscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&c.more[0])), uintptr(len(c.more)), unix.MSG_MORE|unix.MSG_NOSIGNAL, 0, 0)
+		switch {
+		case errno == unix.EINTR:
+			continue
+		case errno == unix.EAGAIN:
+			return false // wait until the socket can take more
+		case errno != 0:
+			c.moreErr = errno
+			return true
+		}
+		c.more = c.more[n:]
+	}
+	return true
+}
