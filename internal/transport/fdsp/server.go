@@ -16,6 +16,7 @@ import (
 
 	"github.com/streambed/streambed/internal/hub"
 	"github.com/streambed/streambed/internal/transport"
+	"github.com/streambed/streambed/internal/transport/pars"
 )
 
 // Config is the serve configuration's `fdsp:` section.
@@ -27,6 +28,31 @@ type Config struct {
 	UDP string `yaml:"udp"`
 	// Substream is the substream length (default 10 s; whole segments, at least one).
 	Substream time.Duration `yaml:"substream"`
+	// CC is the TCP congestion control of the critical path's sockets
+	// (TCP_CONGESTION): empty means cubic, the loss-based one the FDSP study ran
+	// on (BBR, this machine's default, paces through loss and makes TCP lateness
+	// mean something else to adaptive BP); "system" keeps the kernel's default.
+	CC string `yaml:"cc"`
+}
+
+// congestion is the TCP_CONGESTION name to set, "" for the kernel's default.
+func (c Config) congestion() string {
+	switch c.CC {
+	case "":
+		return "cubic"
+	case "system":
+		return ""
+	}
+	return c.CC
+}
+
+// listen is the TCP listener maker for the configured congestion control.
+func (c Config) listen(ctx context.Context) func(network, addr string) (net.Listener, error) {
+	cc := c.congestion()
+	if cc == "" {
+		return nil
+	}
+	return func(_, addr string) (net.Listener, error) { return pars.ListenCC(ctx, addr, cc) }
 }
 
 // Options configure a Server.
@@ -191,7 +217,7 @@ func Attach(ctx context.Context, host transport.Host, cfg Config) (*Server, erro
 	if cfg.Listen == "" {
 		return nil, nil
 	}
-	s, err := NewServer(host.Hub(), cfg.Listen, cfg.UDP, Options{Substream: cfg.Substream, Logger: host.Log().With("transport", "fdsp")})
+	s, err := NewServer(host.Hub(), cfg.Listen, cfg.UDP, Options{Substream: cfg.Substream, Listen: cfg.listen(ctx), Logger: host.Log().With("transport", "fdsp")})
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/streambed/streambed/internal/media"
+	"github.com/streambed/streambed/internal/transport/pars"
 )
 
 // session is one client's stream: it outlives a dropped TCP connection for
@@ -104,6 +105,7 @@ func (s *Server) handle(ctx context.Context, c net.Conn) {
 	}
 	s.Active.Add(1)
 	defer s.Active.Add(-1)
+	log.Info("fdsp session", "stream", h.Stream, "mode", ss.mode.String(), "tcp_cc", pars.CongestionControl(c))
 	err = ss.run(ctx, br, cw, h.Resume)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		log.Debug("fdsp connection ended", "err", err)
