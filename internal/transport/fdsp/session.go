@@ -242,6 +242,11 @@ func (ss *session) run(ctx context.Context, br *bufio.Reader, w *countingWriter,
 }
 
 func (ss *session) writeTCP(ctx context.Context, w *countingWriter, jobs chan<- *job, resume uint32) error {
+	if ss.rd.asc != nil {
+		if err := WriteFrame(w, FrameAudioConfig, ss.rd.asc); err != nil {
+			return err
+		}
+	}
 	for {
 		sub, err := ss.rd.Next(ctx)
 		if errors.Is(err, errEnd) || errors.Is(err, media.ErrNotFound) {
