@@ -26,8 +26,8 @@ import (
 
 // qualityReport is what --reference adds to play's report.
 type qualityReport struct {
-	PSNR   *float64 `json:"psnr,omitempty"` // dB, average over frames; 100 stands for identical (FFmpeg's inf)
-	SSIM   *float64 `json:"ssim,omitempty"` // All, average over frames
+	PSNR   *float64 `json:"psnr,omitempty"`           // dB, average over frames; 100 stands for identical (FFmpeg's inf)
+	SSIM   *float64 `json:"ssim,omitempty"`           // All, average over frames
 	Frames int      `json:"quality_frames,omitempty"` // frames compared
 	Note   string   `json:"quality_note,omitempty"`
 }
