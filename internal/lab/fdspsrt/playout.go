@@ -14,13 +14,14 @@ import (
 // start to the first access unit complete — is rebuffering instance 1.
 // Unlike FDSP, whose unit is a substream's TCP part, SRT's is each access unit.
 type playoutResult struct {
-	StartupMS     float64 // session start to the first access unit complete
-	FirstFrameMS  float64 // session start to the first frame shown (start-up + delay)
-	RebufferMS    float64 // start-up included
-	RebufferCount int
+	StartupMS     float64 `json:"startup_ms"`     // session start to the first access unit complete
+	FirstFrameMS  float64 `json:"first_frame_ms"` // session start to the first frame shown (start-up + delay)
+	RebufferMS    float64 `json:"rebuffer_ms"`    // start-up included
+	RebufferCount int     `json:"rebuffer_count"`
 	// LatencyMS: per access unit, when it is shown minus when a source that
 	// began at the session start had it (start + its media time); median and max.
-	LatencyMedianMS, LatencyMaxMS float64
+	LatencyMedianMS float64 `json:"latency_median_ms"`
+	LatencyMaxMS    float64 `json:"latency_max_ms"`
 }
 
 func playout(aus []auArrival, start time.Time, delay time.Duration) playoutResult {

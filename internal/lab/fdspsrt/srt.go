@@ -63,7 +63,8 @@ type srtResult struct {
 
 // runSRT streams the scheduled datagrams over SRT with the given latency window
 // across nw and measures what arrives. dir keeps the statistics files.
-func runSRT(ctx context.Context, nw *netem.Network, ds []timedDatagram, latency time.Duration, dir string) (srtResult, error) {
+// jitterBuffer is the player's own playout delay behind SRT's window.
+func runSRT(ctx context.Context, nw *netem.Network, ds []timedDatagram, latency, jitterBuffer time.Duration, dir string) (srtResult, error) {
 	var res srtResult
 	if _, err := exec.LookPath("srt-live-transmit"); err != nil {
 		return res, errors.New("srt-live-transmit not found: apt-get install srt-tools (the Makefile's TEST_DEPS has it)")
@@ -112,7 +113,7 @@ func runSRT(ctx context.Context, nw *netem.Network, ds []timedDatagram, latency 
 	}
 	defer txp.stop()
 	time.Sleep(200 * time.Millisecond) // the listener binds; nothing to wait on in its output
-	start := time.Now()                  // the viewer asks: the session starts
+	start := time.Now()                // the viewer asks: the session starts
 	rcv := nw.CommandContext(ctx, "client", "srt-live-transmit", "-a", "no", "-s", "100", "-pf", "json", "-f", "-statsout", rxStats,
 		fmt.Sprintf("srt://%s:%d?mode=caller&latency=%s", server, srtPort, lat), fmt.Sprintf("udp://%s:%d", client, rc.LocalAddr().(*net.UDPAddr).Port))
 	rcvp, err := startWatching(rcv, "")
@@ -157,7 +158,7 @@ func runSRT(ctx context.Context, nw *netem.Network, ds []timedDatagram, latency 
 	if res.Sent > 0 {
 		res.PLR = max(0, 1-float64(res.Received)/float64(res.Sent))
 	}
-	res.playoutResult = playout(rx.AUs, start, 0)
+	res.playoutResult = playout(rx.AUs, start, jitterBuffer)
 	res.SRT = readSRTStats(txStats, rxStats)
 	return res, nil
 }

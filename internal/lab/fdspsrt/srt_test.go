@@ -66,7 +66,7 @@ func TestSRTHarnessMeasuresLoss(t *testing.T) {
 					t.Errorf("netem close: %v", err)
 				}
 			}()
-			r, err := runSRT(ctx, nw, ds, c.latency, t.TempDir())
+			r, err := runSRT(ctx, nw, ds, c.latency, 50*time.Millisecond, t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}
