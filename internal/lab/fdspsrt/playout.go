@@ -22,6 +22,14 @@ type playoutResult struct {
 	// began at the session start had it (start + its media time); median and max.
 	LatencyMedianMS float64 `json:"latency_median_ms"`
 	LatencyMaxMS    float64 `json:"latency_max_ms"`
+	// Stalls lists the instances after the start-up: where in the media (s)
+	// and how long (ms).
+	Stalls []stall `json:"stalls,omitempty"`
+}
+
+type stall struct {
+	MediaS float64 `json:"media_s"`
+	MS     float64 `json:"ms"`
 }
 
 func playout(aus []auArrival, start time.Time, delay time.Duration) playoutResult {
@@ -45,6 +53,7 @@ func playout(aus []auArrival, start time.Time, delay time.Duration) playoutResul
 			due = a.Ready
 			r.RebufferMS += ms(late)
 			r.RebufferCount++
+			r.Stalls = append(r.Stalls, stall{MediaS: media.Seconds(), MS: ms(late)})
 		}
 		lat = append(lat, ms(due.Sub(start.Add(media))))
 	}

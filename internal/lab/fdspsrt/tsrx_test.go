@@ -82,7 +82,7 @@ func TestPlayout(t *testing.T) {
 		{DTS: 14400, Ready: at(480 + 1)}, // due 480: 1 ms late, under the slack
 	}
 	r := playout(aus, start, 50*time.Millisecond)
-	if r.StartupMS != 200 || r.FirstFrameMS != 250 || r.RebufferCount != 2 || r.RebufferMS != 270 {
+	if r.StartupMS != 200 || r.FirstFrameMS != 250 || r.RebufferCount != 2 || r.RebufferMS != 270 || len(r.Stalls) != 1 || r.Stalls[0] != (stall{0.08, 70}) {
 		t.Fatalf("%+v", r)
 	}
 	// Shown at 250, 290, 400, 440, 480 against a source at 0, 40, 80, 120, 160.

@@ -60,3 +60,23 @@ func TestConfigCongestionControl(t *testing.T) {
 		t.Fatal(`cc "system" must keep the kernel's default (no TCP_CONGESTION)`)
 	}
 }
+
+// TestConfigCongestionControlErrors: an unknown name is a clear error at start,
+// and an IPv6 address still listens (serve's --fdsp [::]:9710).
+func TestConfigCongestionControlErrors(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("TCP_CONGESTION is Linux's")
+	}
+	ctx := context.Background()
+	if _, err := (Config{CC: "no-such-cc"}).listen(ctx)("tcp", "127.0.0.1:0"); err == nil || !strings.Contains(err.Error(), "fdsp.cc") {
+		t.Fatalf("unknown congestion control: %v", err)
+	}
+	ln, err := (Config{}).listen(ctx)("tcp", "[::1]:0")
+	if err != nil {
+		if strings.Contains(err.Error(), "cannot assign") || strings.Contains(err.Error(), "address family") {
+			t.Skipf("no IPv6 loopback here: %v", err)
+		}
+		t.Fatal(err)
+	}
+	ln.Close()
+}

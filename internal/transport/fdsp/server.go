@@ -16,7 +16,6 @@ import (
 
 	"github.com/streambed/streambed/internal/hub"
 	"github.com/streambed/streambed/internal/transport"
-	"github.com/streambed/streambed/internal/transport/pars"
 )
 
 // Config is the serve configuration's `fdsp:` section.
@@ -52,7 +51,13 @@ func (c Config) listen(ctx context.Context) func(network, addr string) (net.List
 	if cc == "" {
 		return nil
 	}
-	return func(_, addr string) (net.Listener, error) { return pars.ListenCC(ctx, addr, cc) }
+	return func(_, addr string) (net.Listener, error) {
+		ln, err := listenCC(ctx, addr, cc)
+		if err != nil {
+			return nil, fmt.Errorf("TCP congestion control %q (fdsp.cc; \"system\" keeps the kernel's): %w", cc, err)
+		}
+		return ln, nil
+	}
 }
 
 // Options configure a Server.
