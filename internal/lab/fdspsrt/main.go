@@ -42,6 +42,7 @@ type config struct {
 	rtts                         []time.Duration
 	multipliers                  []int
 	clip, substream, jitterBuf   time.Duration
+	fdspDelay                    float64
 	fps                          int
 	seed                         uint64
 }
@@ -57,6 +58,7 @@ func main() {
 	flag.IntVar(&c.fps, "fps", 30, "frame rate")
 	flag.DurationVar(&c.substream, "substream", 10*time.Second, "FDSP substream length (the study's 10 s)")
 	flag.DurationVar(&c.jitterBuf, "jitter-buffer", 50*time.Millisecond, "playout delay both players add on top of the latency budget (timer slack of the local pipeline)")
+	flag.Float64Var(&c.fdspDelay, "fdsp-delay-fraction", 1, "FDSP's playout delay as a fraction of SRT's window (1: the same budget; 0: only the jitter buffer, FDSP's lowest latency)")
 	flag.StringVar(&c.cc, "cc", "cubic", "TCP congestion control of FDSP's server (\"\": the system's)")
 	flag.StringVar(&c.only, "peers", "", "comma-separated subset of srt,fdsp-udp,fdsp-bp0,fdsp-bp50,fdsp-bp100,fdsp-auto,fdsp-tcp (default all)")
 	flag.Uint64Var(&c.seed, "seed", 7, "netem seed")
@@ -167,7 +169,7 @@ func runRTT(ctx context.Context, c config, h *hub.Hub, ds []timedDatagram, rtt t
 	var rows []row
 	for _, m := range c.multipliers {
 		budget := time.Duration(m) * rtt
-		base := row{RTTms: ms(rtt), Multiplier: m, BudgetMS: ms(budget), JitterBufferMS: ms(c.jitterBuf)}
+		base := row{RTTms: ms(rtt), Multiplier: m, BudgetMS: ms(budget), JitterBufferMS: ms(c.jitterBuf), FDSPDelayFraction: c.fdspDelay}
 		if c.wants("srt") {
 			log.Printf("RTT %s, %d× (%s): srt", rtt, m, budget)
 			sd := filepath.Join(c.out, fmt.Sprintf("srt-%dms-%dx", int(rtt/time.Millisecond), m))
@@ -183,7 +185,7 @@ func runRTT(ctx context.Context, c config, h *hub.Hub, ds []timedDatagram, rtt t
 				continue
 			}
 			log.Printf("RTT %s, %d× (%s): %s", rtt, m, budget, v.Name)
-			res, err := runFDSP(ctx, addr, v, budget+c.jitterBuf, dial)
+			res, err := runFDSP(ctx, addr, v, time.Duration(c.fdspDelay*float64(budget))+c.jitterBuf, dial)
 			rows = append(rows, fdspRow(base, v, res, err))
 			logRow(rows[len(rows)-1])
 		}

@@ -18,8 +18,10 @@ type row struct {
 	Multiplier     int     `json:"multiplier"`
 	BudgetMS       float64 `json:"latency_budget_ms"` // SRT's latency window = FDSP's playout delay
 	JitterBufferMS float64 `json:"jitter_buffer_ms"`  // added by both players on top
-	Peer           string  `json:"peer"`
-	BP             float64 `json:"bp"` // FDSP: mean BP in effect
+	// FDSPDelayFraction: FDSP's playout delay is this share of the budget.
+	FDSPDelayFraction float64 `json:"fdsp_delay_fraction"`
+	Peer              string  `json:"peer"`
+	BP                float64 `json:"bp"` // FDSP: mean BP in effect
 	playoutResult
 	StallMS float64 `json:"stall_ms"` // rebuffering after the start-up
 	// PLR: FDSP's (UDP packets lost or late over the stream as pure-UDP packets);
