@@ -69,3 +69,22 @@ func TestTSOutput(t *testing.T) {
 		})
 	}
 }
+
+// TestTSOutputWithoutAudioConfig: a server that sends no AudioConfig (an older
+// one, or a stream without audio) gives a video-only transport stream that still
+// decodes, rather than an error.
+func TestTSOutputWithoutAudioConfig(t *testing.T) {
+	h := testAsset(t)
+	s := startServer(t, h, Options{Substream: 2 * time.Second})
+	var ts bytes.Buffer
+	newSink := TSSink(&ts, nil)
+	st, err := Play(context.Background(), ClientOptions{Addr: s.Addr().String(), Stream: "vod/asset", Mode: ModeTCP,
+		NewSink: func([]byte) (Sink, error) { return newSink(nil) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := probeTS(t, ts.Bytes())
+	if len(got) != 1 || got["video/h264"] != st.AUs {
+		t.Fatalf("ffprobe decoded %v, want only video/h264: %d", got, st.AUs)
+	}
+}
