@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/streambed/streambed/internal/lab/netem"
 )
 
@@ -83,7 +85,7 @@ func runSRT(ctx context.Context, nw *netem.Network, ds []timedDatagram, latency,
 		return res, err
 	}
 	defer rc.Close()
-	_ = rc.SetReadBuffer(8 << 20)
+	forceReadBuffer(rc, 8<<20)
 	rx := newTSReceiver()
 	var rxMu sync.Mutex
 	rxDone := make(chan struct{})
@@ -169,6 +171,21 @@ func countAUs(ds []timedDatagram) int {
 		rx.datagram(d.Data, time.Time{})
 	}
 	return len(rx.AUs)
+}
+
+// forceReadBuffer gives the receiving socket room for a few seconds of the
+// stream, past rmem_max (SO_RCVBUFFORCE, as root), so a receiving process that is
+// descheduled for a moment does not lose datagrams SRT delivered.
+func forceReadBuffer(c *net.UDPConn, n int) {
+	if rc, err := c.SyscallConn(); err == nil {
+		var serr error
+		if err := rc.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, n)
+		}); err == nil && serr == nil {
+			return
+		}
+	}
+	_ = c.SetReadBuffer(n) // capped at rmem_max
 }
 
 // proc is a process this run started, its output watched.
