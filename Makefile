@@ -17,7 +17,8 @@ export GOTOOLCHAIN ?= auto
 # Benchmarks and lab studies install their own peers (bench-*, lab-peers).
 RUN_DEPS  := ffmpeg:ffmpeg ffprobe:ffmpeg node:nodejs npm:npm
 TEST_DEPS := chromium:chromium xmllint:libxml2-utils nghttp:nghttp2-client ip:iproute2 tc:iproute2 \
-             iptables:iptables nginx:nginx varnishd:varnish
+             iptables:iptables nginx:nginx varnishd:varnish \
+             srt-live-transmit:srt-tools
 # What each benchmark compares with or drives.
 BENCH_ORIGIN_DEPS   := nginx:nginx wrk:wrk curl:curl h2load:nghttp2-client openssl:openssl
 BENCH_CAPACITY_DEPS := nginx:nginx taskset:util-linux curl:curl python3:python3

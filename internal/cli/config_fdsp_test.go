@@ -23,3 +23,17 @@ func TestConfigFDSPSection(t *testing.T) {
 		t.Fatal("FDSP is on by default")
 	}
 }
+
+func TestConfigFDSPCongestionControl(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(p, []byte("fdsp:\n  listen: \":9710\"\n  cc: reno\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.FDSP.CC != "reno" {
+		t.Fatalf("fdsp.cc: %+v", cfg.FDSP)
+	}
+}

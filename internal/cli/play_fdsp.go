@@ -23,13 +23,17 @@ import (
 type fdspFlags struct {
 	bp           *string
 	output       *string
+	outputFormat *string
+	reference    *string
 	playoutDelay *time.Duration
 }
 
 func addFDSPFlags(fs *flag.FlagSet) fdspFlags {
 	return fdspFlags{
 		bp:           fs.String("bp", "100", "fdsp: bitstream prioritisation, % of I-frame slice data sent on TCP (0..100), or auto (moved on the fly from measured loss and TCP lateness)"),
-		output:       fs.String("output", "", "fdsp: write the received video as an Annex-B H.264 stream to `FILE`, or - for stdout (the report then goes to stderr): ffplay -f h264 -"),
+		output:       fs.String("output", "", "fdsp: write the received stream to `FILE`, or - for stdout (the report then goes to stderr): streambed play --transport fdsp URL --output - | ffplay -"),
+		outputFormat: fs.String("output-format", "", "fdsp: ts (MPEG-TS, video and audio) or h264 (Annex-B, video only); default h264 for a .h264/.264 file, else ts"),
+		reference:    fs.String("reference", "", "fdsp: compare the received video with the sent one and report psnr and ssim: `SRC` is a file or URL FFmpeg opens (its largest video stream), or origin for the URL being played; an asset played from its start"),
 		playoutDelay: durationFlag(fs, "playout-delay", 500*time.Millisecond, "fdsp: time from the first substream's TCP part to the first frame's deadline (the jitter buffer)"),
 	}
 }
@@ -58,6 +62,7 @@ type fdspReport struct {
 	RebufferCount int        `json:"rebuffer_count"`
 	Decodable     float64    `json:"decodable"`
 	FDSP          fdsp.Stats `json:"fdsp"`
+	qualityReport            // --reference: psnr, ssim
 }
 
 // playFDSP plays a stream over FDSP: the endpoint from /api/streams, the
@@ -80,6 +85,10 @@ func playFDSP(ctx context.Context, u *url.URL, transport string, f fdspFlags, ru
 	if err != nil {
 		return err
 	}
+	format, err := fdspOutputFormat(*f.output, *f.outputFormat)
+	if err != nil {
+		return err
+	}
 	report := stdout
 	var out io.Writer
 	var file *os.File
@@ -98,6 +107,30 @@ func playFDSP(ctx context.Context, u *url.URL, transport string, f fdspFlags, ru
 		out = file
 	}
 	opts := fdsp.ClientOptions{Addr: ep.Addr, Stream: ep.Stream, Mode: mode, BP: bp, PlayoutDelay: *f.playoutDelay, Duration: run.Duration, Output: out, SampleInterval: run.Sample}
+	if out != nil && format == "ts" {
+		opts.Output, opts.NewSink = nil, fdsp.TSSink(out, nil)
+	}
+	var rx *os.File // the played video as Annex-B, for --reference
+	if *f.reference != "" {
+		if rx, err = os.CreateTemp("", "streambed-rx-*.h264"); err != nil {
+			return err
+		}
+		defer os.Remove(rx.Name())
+		defer rx.Close()
+		newSink, output := opts.NewSink, opts.Output
+		opts.Output, opts.NewSink = nil, func(asc []byte) (fdsp.Sink, error) {
+			t := annexBTee{rx: rx}
+			switch {
+			case newSink != nil:
+				s, err := newSink(asc)
+				t.sink = s
+				return t, err
+			case output != nil:
+				t.rx = io.MultiWriter(rx, output)
+			}
+			return t, nil
+		}
+	}
 	if !run.Quiet {
 		opts.Progress = func(s fdsp.Stats) {
 			fmt.Fprintf(stderr, "fdsp %s: substream %d  played %.1fs  bp %v  lost %d/%d  rebuffer %d (%.0f ms)\n",
@@ -116,6 +149,13 @@ func playFDSP(ctx context.Context, u *url.URL, transport string, f fdspFlags, ru
 	}
 	rep := fdspReport{Report: fdspQoE(u, transport, st, runErr), BP: st.BP, PLR: st.PLR, RebufferMS: st.RebufferMS, RebufferCount: st.RebufferCount, Decodable: st.Decodable, FDSP: st}
 	rep.FDSP.Samples = nil // once, in the report's own samples
+	if rx != nil && st.AUs > 0 {
+		ref := *f.reference
+		if ref == "origin" {
+			ref = u.String()
+		}
+		rep.qualityReport = measureQuality(ctx, rx.Name(), ref, st.AUs)
+	}
 	if run.NoSamples {
 		rep.Samples = nil
 	}
@@ -128,8 +168,29 @@ func playFDSP(ctx context.Context, u *url.URL, transport string, f fdspFlags, ru
 	} else {
 		fmt.Fprintf(report, "%s %s: played %.1f s in %.1f s, start-up %.0f ms, rebuffering %d (%.0f ms, start-up included), BP %.0f%%, PLR %.4f, decodable %.3f, %s\n",
 			transport, ep.Stream, st.PlayedS, st.SessionS, st.StartupMS, st.RebufferCount, st.RebufferMS, st.BP, st.PLR, st.Decodable, st.EndReason)
+		if q := rep.qualityReport; q.PSNR != nil && q.SSIM != nil {
+			fmt.Fprintf(report, "against %s: PSNR %.2f dB, SSIM %.4f over %d frames\n", *f.reference, *q.PSNR, *q.SSIM, q.Frames)
+		} else if q.Note != "" {
+			fmt.Fprintf(report, "no PSNR/SSIM: %s\n", q.Note)
+		}
 	}
 	return runErr
+}
+
+// fdspOutputFormat is --output-format, defaulted from the output's name: ts
+// (what a player reading a pipe wants, with the audio) unless the file is named
+// as raw H.264.
+func fdspOutputFormat(output, format string) (string, error) {
+	switch format {
+	case "ts", "h264":
+		return format, nil
+	case "":
+		if ext := strings.ToLower(filepath.Ext(output)); ext == ".h264" || ext == ".264" {
+			return "h264", nil
+		}
+		return "ts", nil
+	}
+	return "", fmt.Errorf("--output-format %q: want ts or h264", format)
 }
 
 // fdspQoE fills the keys every transport reports from an FDSP session.

@@ -29,6 +29,10 @@ type ClientOptions struct {
 	// Duration stops the session after this much time (0: to the end of the stream).
 	Duration time.Duration
 	Output   io.Writer // the received video as an Annex-B H.264 byte stream; nil: none
+	// NewSink, if set, takes the played video and audio instead of Output; it is
+	// called before the first access unit is written, with the audio's
+	// AudioSpecificConfig (nil: the stream has no audio, or the server sent none).
+	NewSink func(audioConfig []byte) (Sink, error)
 	// Dial and DialUDP make the sockets (a lab namespace's); defaults: net.Dialer.
 	Dial    func(ctx context.Context, network, addr string) (net.Conn, error)
 	DialUDP func(ctx context.Context, raddr string) (net.Conn, error)
@@ -99,6 +103,9 @@ type rxSub struct {
 	doneAt   time.Time
 	frags    map[uint16]Fragment
 	doneSeq  int // sequence numbers below this belong to played access units
+	// audio is kept only for a Sink (ClientOptions.NewSink), bounded by audioBytes.
+	audio      []Audio
+	audioBytes int
 }
 
 type client struct {
@@ -123,6 +130,8 @@ type client struct {
 	state    string // startup, playing, stalled
 	dts0     int64  // first substream's first DTS (90 kHz), -1 before
 	readyEnd uint64 // end (90 kHz) of the newest substream whose TCP part is complete
+	asc      []byte // the audio's AudioSpecificConfig (FrameAudioConfig)
+	sink     Sink   // from opts.NewSink at the first access unit; the player's only
 }
 
 // Play runs a client session to the end of the stream, Duration, a fatal error or
@@ -374,7 +383,7 @@ func (c *client) readFrames(br *bufio.Reader) error {
 			if err = perr; err == nil {
 				cur = c.sub(h.Index)
 				if cur != nil {
-					cur.hdr, cur.aus = h, nil
+					cur.hdr, cur.aus, cur.audio, cur.audioBytes = h, nil, nil, 0
 				}
 				if int64(h.Index) > c.maxSeen {
 					c.maxSeen = int64(h.Index)
@@ -387,6 +396,11 @@ func (c *client) readFrames(br *bufio.Reader) error {
 			}
 		case FrameAudio:
 			c.stats.AudioFrames++
+			c.keepAudio(cur, p)
+		case FrameAudioConfig:
+			if len(p) <= maxAudioConfig {
+				c.asc = p
+			}
 		case FrameSubstreamOK:
 			i, perr := parseU32(p)
 			if err = perr; err == nil && cur != nil && i == cur.hdr.Index && len(cur.aus) == int(cur.hdr.AUs) {

@@ -130,7 +130,14 @@ func (c *client) playSubstream(ctx context.Context, s *rxSub, deadline func(uint
 		c.psParams = string(joinParams(s.hdr.Params))
 	}
 	ps := c.ps
+	asc := c.asc
 	c.mu.Unlock()
+	if c.opts.NewSink != nil && c.sink == nil {
+		if c.sink, err = c.opts.NewSink(asc); err != nil {
+			return 0, 0, err
+		}
+	}
+	nextAudio := 0
 	var out []byte
 	for _, p := range s.hdr.Params {
 		out = avc.AppendAnnexB(out, p)
@@ -171,12 +178,33 @@ func (c *client) playSubstream(ctx context.Context, s *rxSub, deadline func(uint
 			c.stats.DecodableAUs++
 		}
 		c.mu.Unlock()
-		if _, err := c.opts.Output.Write(out); err != nil {
+		if err := c.write(s, &nextAudio, a, nals, out); err != nil {
 			return lost, expected, err
 		}
 		out = out[:0]
 	}
+	if c.sink != nil {
+		return lost, expected, writeAudio(c.sink, s, &nextAudio, ^uint64(0))
+	}
 	return lost, expected, nil
+}
+
+// write hands one played access unit to the sink (after the audio presented
+// before it) or to Output.
+func (c *client) write(s *rxSub, nextAudio *int, a AU, nals [][]byte, annexB []byte) error {
+	if c.sink == nil {
+		_, err := c.opts.Output.Write(annexB)
+		return err
+	}
+	pts := uint64(int64(a.DTS) + int64(a.CTO))
+	if err := writeAudio(c.sink, s, nextAudio, pts); err != nil {
+		return err
+	}
+	key := false
+	for _, n := range nals {
+		key = key || avc.Type(n) == avc.NALSliceIDR
+	}
+	return c.sink.WriteVideo(VideoFrame{PTS: pts, DTS: a.DTS, Key: key, AnnexB: annexB})
 }
 
 func joinParams(ps [][]byte) []byte {

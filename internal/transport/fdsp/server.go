@@ -27,6 +27,37 @@ type Config struct {
 	UDP string `yaml:"udp"`
 	// Substream is the substream length (default 10 s; whole segments, at least one).
 	Substream time.Duration `yaml:"substream"`
+	// CC is the TCP congestion control of the critical path's sockets
+	// (TCP_CONGESTION): empty means cubic, the loss-based one the FDSP study ran
+	// on (BBR, this machine's default, paces through loss and makes TCP lateness
+	// mean something else to adaptive BP); "system" keeps the kernel's default.
+	CC string `yaml:"cc"`
+}
+
+// congestion is the TCP_CONGESTION name to set, "" for the kernel's default.
+func (c Config) congestion() string {
+	switch c.CC {
+	case "":
+		return "cubic"
+	case "system":
+		return ""
+	}
+	return c.CC
+}
+
+// listen is the TCP listener maker for the configured congestion control.
+func (c Config) listen(ctx context.Context) func(network, addr string) (net.Listener, error) {
+	cc := c.congestion()
+	if cc == "" {
+		return nil
+	}
+	return func(_, addr string) (net.Listener, error) {
+		ln, err := listenCC(ctx, addr, cc)
+		if err != nil {
+			return nil, fmt.Errorf("TCP congestion control %q (fdsp.cc; \"system\" keeps the kernel's): %w", cc, err)
+		}
+		return ln, nil
+	}
 }
 
 // Options configure a Server.
@@ -191,7 +222,7 @@ func Attach(ctx context.Context, host transport.Host, cfg Config) (*Server, erro
 	if cfg.Listen == "" {
 		return nil, nil
 	}
-	s, err := NewServer(host.Hub(), cfg.Listen, cfg.UDP, Options{Substream: cfg.Substream, Logger: host.Log().With("transport", "fdsp")})
+	s, err := NewServer(host.Hub(), cfg.Listen, cfg.UDP, Options{Substream: cfg.Substream, Listen: cfg.listen(ctx), Logger: host.Log().With("transport", "fdsp")})
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/streambed/streambed/internal/media"
+	"github.com/streambed/streambed/internal/transport/pars"
 )
 
 // session is one client's stream: it outlives a dropped TCP connection for
@@ -104,6 +105,7 @@ func (s *Server) handle(ctx context.Context, c net.Conn) {
 	}
 	s.Active.Add(1)
 	defer s.Active.Add(-1)
+	log.Info("fdsp session", "stream", h.Stream, "mode", ss.mode.String(), "tcp_cc", pars.CongestionControl(c))
 	err = ss.run(ctx, br, cw, h.Resume)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		log.Debug("fdsp connection ended", "err", err)
@@ -240,6 +242,11 @@ func (ss *session) run(ctx context.Context, br *bufio.Reader, w *countingWriter,
 }
 
 func (ss *session) writeTCP(ctx context.Context, w *countingWriter, jobs chan<- *job, resume uint32) error {
+	if ss.rd.asc != nil {
+		if err := WriteFrame(w, FrameAudioConfig, ss.rd.asc); err != nil {
+			return err
+		}
+	}
 	for {
 		sub, err := ss.rd.Next(ctx)
 		if errors.Is(err, errEnd) || errors.Is(err, media.ErrNotFound) {

@@ -38,6 +38,7 @@ type mediaReader struct {
 	st     hub.Stream
 	video  *media.Track
 	audio  *media.Track
+	asc    []byte // the audio's AudioSpecificConfig; nil: none or unreadable
 	vdef   cmaf.TrackDefaults
 	adef   cmaf.TrackDefaults
 	ps     *avc.ParameterSets
@@ -82,6 +83,7 @@ func newMediaReader(st hub.Stream, trackID string, length time.Duration) (*media
 		if b, err := st.Init(r.audio.ID); err == nil {
 			if in, err := cmaf.ParseInit(b); err == nil {
 				r.adef = in.Defaults
+				r.asc = audioSpecificConfig(b)
 			}
 		}
 	}

@@ -30,6 +30,7 @@ const (
 	FrameEnd         FrameType = 8  // server → client: the stream ended (reason)
 	FrameReport      FrameType = 9  // client → server: PLR and TCP lateness of a substream
 	FrameError       FrameType = 10 // server → client: the session was refused or failed
+	FrameAudioConfig FrameType = 11 // server → client: the audio's AAC AudioSpecificConfig (audio.go)
 )
 
 // MaxFrame bounds a frame's payload: one access unit's critical part fits with room.
