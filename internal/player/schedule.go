@@ -473,8 +473,9 @@ func (p *Player) applyMedia(s *stream, pl *plan, got *Representation, resp *Resp
 	s.errRun, p.errRun = 0, 0
 	seg := pl.seg
 	if got != pl.rep {
-		// A push transport delivered another rendition of this segment.
-		if g, ok := got.Index.Next(s.end); ok {
+		// A push transport delivered another rendition of this segment (found by its
+		// start: chunks may have brought s.end to its end already).
+		if g, ok := got.Index.Next(pl.seg.Start); ok {
 			seg = g
 		}
 	}

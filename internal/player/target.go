@@ -38,6 +38,7 @@ const (
 	pushMaxRate       = 1.1
 	catchUpLowBuffer  = 300 * time.Millisecond
 	catchUpJumpBeyond = 3 * time.Second
+	pushLagEvery      = 250 * time.Millisecond // TICK_MS
 )
 
 // lowLatency is the state of the latency steering.
@@ -89,14 +90,28 @@ func (p *Player) setupLowLatency() {
 	p.rec.LowLatency(ll.target, ll.source)
 }
 
-// noteChunkEdge updates the push rule's inputs after a chunk ending at position end
-// arrived at clock time now. Callers hold p.mu.
-func (p *Player) noteChunkEdge(now time.Time, end, chunk time.Duration) {
+// noteChunk notes the duration of a chunk that arrived (the push rule keeps a margin
+// above one chunk). Callers hold p.mu.
+func (p *Player) noteChunk(chunk time.Duration) {
+	if p.ll != nil {
+		p.ll.chunk = max(p.ll.chunk, chunk)
+	}
+}
+
+// pushTarget updates the push rule's target at clock time now, at most every
+// pushLagEvery as the page's tick: the received edge (the buffered end of every
+// stream, as MSE's buffered ranges of audio and video) lags the live edge by some
+// amount; the largest lag over PushEdgeWindow plus a margin, one chunk plus a margin
+// and MinPushTarget bound the target from below. Callers hold p.mu.
+func (p *Player) pushTarget(now time.Time) {
 	ll := p.ll
-	if ll == nil || !ll.pushRule {
+	if ll == nil || !ll.pushRule || len(p.streams) == 0 || (len(ll.lags) > 0 && now.Sub(ll.lags[len(ll.lags)-1].at) < pushLagEvery) {
 		return
 	}
-	ll.chunk = max(ll.chunk, chunk)
+	end := p.streams[0].end
+	for _, s := range p.streams[1:] {
+		end = min(end, s.end)
+	}
 	ll.lags = append(ll.lags, edgeLag{at: now, lag: now.Add(p.clockOffset).Sub(p.manifest.AvailabilityStart.Add(end))})
 	for len(ll.lags) > 0 && ll.lags[0].at.Before(now.Add(-PushEdgeWindow)) {
 		ll.lags = ll.lags[1:]
@@ -120,6 +135,7 @@ func (p *Player) steer(now time.Time) {
 		p.rate = 1
 		return
 	}
+	p.pushTarget(now)
 	lat := p.latencyAt(now)
 	lvl := p.minLevel()
 	errLat := lat - ll.target

@@ -81,7 +81,7 @@ type Report struct {
 	ChunkAppends    int      `json:"chunk_appends,omitempty"`
 	PlaybackRateMin *float64 `json:"playback_rate_min,omitempty"`
 	PlaybackRateMax *float64 `json:"playback_rate_max,omitempty"`
-	ClockSource   string   `json:"clock_source,omitempty"`
+	ClockSource     string   `json:"clock_source,omitempty"`
 	// ClockSlackMS is how far ClockOffsetMS may be from the truth: half the round trip
 	// of the UTCTiming request (the server stamped its time somewhere inside it). Null
 	// when the source was not a request.
