@@ -82,6 +82,8 @@ type Client struct {
 	wire  netutil.Counter // every connection's bytes
 	proto atomic.Value    // string: the last negotiated protocol
 
+	sink atomic.Pointer[func(player.Chunk)] // chunk reports (chunks.go); nil: none
+
 	mu      sync.Mutex // guards the HPACK estimators
 	reqEnc  *hpack.Encoder
 	respEnc *hpack.Encoder
@@ -210,6 +212,8 @@ func (c *Client) Fetch(ctx context.Context, req player.SegmentRequest) (*player.
 		if err == nil && out.PayloadBytes > c.opts.MaxBodyBytes {
 			err = fmt.Errorf("body larger than %d bytes", c.opts.MaxBodyBytes)
 		}
+	} else if sink := c.sink.Load(); sink != nil && req.Kind == player.RequestMedia {
+		out.PayloadBytes, err = readChunks(resp.Body, req, *sink)
 	} else {
 		out.PayloadBytes, err = io.Copy(io.Discard, resp.Body)
 	}
