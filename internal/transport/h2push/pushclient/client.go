@@ -57,6 +57,11 @@ type Options struct {
 	// Give settles that race) and Ungive if the handover then fails; it returns
 	// whether it took it. Pushes not taken stay in the cache for a request to claim.
 	OnPush func(*Stream) bool
+	// OnData is called (from the connection's reader, so it must not block) with the
+	// payload of every DATA frame of a stream as it arrives — requests and pushes — and
+	// end set on the last; data is valid only during the call. A player uses it to
+	// take CMAF chunks of a segment still arriving.
+	OnData func(s *Stream, data []byte, end bool)
 	// Query is added to the query of every request sent (not to the URLs pushes are
 	// claimed by): "push=k5" keeps a session's strategy on every connection.
 	Query string
@@ -915,6 +920,9 @@ func (cc *Conn) onData(f *http2.DataFrame) error {
 	if overflow {
 		cc.rst(s, http2.ErrCodeCancel)
 		return nil
+	}
+	if h := cc.c.opts.OnData; h != nil {
+		h(s, data, f.StreamEnded())
 	}
 	if f.StreamEnded() {
 		cc.finish(s, nil)
