@@ -47,10 +47,10 @@ type FetcherOptions struct {
 type Fetcher struct {
 	chunks chunkScans // chunk reports for the player (chunks.go)
 	c      *pushclient.Client
-	opts FetcherOptions
-	dl   chan player.Delivery
-	stop chan struct{}
-	wg   sync.WaitGroup
+	opts   FetcherOptions
+	dl     chan player.Delivery
+	stop   chan struct{}
+	wg     sync.WaitGroup
 
 	mu       sync.Mutex
 	closed   bool
