@@ -16,41 +16,16 @@
 // checks and says the bars were not verified. Every attempt goes to the record.
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { launchBrowser, median, playAndSample } from '../testkit/browser.mjs';
 import { loadEvidence, record } from '../testkit/checks.mjs';
-import { startStreambed, streambedBin } from '../testkit/server.mjs';
+import { headlessLatencies, headlessPlay, lowLatencyPaths, steady } from '../testkit/headless.mjs';
+import { startStreambed } from '../testkit/server.mjs';
 
 const CHANNEL = 'll';
 const SECONDS = 20;
 const MAX_LATENCY_S = 3;
 const MAX_DIFF_S = 0.5;
-
-/** Runs `streambed play URL --json` for SECONDS and returns its report. */
-function headlessPlay(url, extra = []) {
-  const args = ['play', url, '--json', '--quiet', '--duration', `${SECONDS}s`, '--sample-interval', '500ms', ...extra];
-  return new Promise((resolve, reject) => {
-    const child = spawn(streambedBin(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (b) => (out += b));
-    child.stderr.on('data', (b) => (err += b));
-    const timer = setTimeout(() => child.kill('SIGKILL'), (SECONDS + 30) * 1000);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      try {
-        const rep = JSON.parse(out);
-        resolve({ rep, code, stderr: err, command: `streambed ${args.join(' ')}` });
-      } catch (e) {
-        reject(new Error(`streambed ${args.join(' ')} exited ${code}, no JSON report (${e.message}):\n${err}\n${out.slice(0, 2000)}`));
-      }
-    });
-  });
-}
-
-/** The latencies after the first quarter (start-up and steering), as latency.mjs. */
-const steady = (values) => values.slice(Math.floor(values.length / 4)).filter((x) => typeof x === 'number' && Number.isFinite(x));
 
 describe('headless player against the browser on a one-frame-chunk channel', { timeout: 600_000 }, () => {
   let server;
@@ -66,12 +41,9 @@ describe('headless player against the browser on a one-frame-chunk channel', { t
     await server?.stop();
   });
 
-  const paths = [
-    { name: 'WebSocket push', player: 'wspush', url: () => `${server.baseURL.replace('http', 'ws')}/ws/${CHANNEL}`, source: 'push-rule' },
-    { name: 'LL-DASH (dash.js)', player: 'dashjs', url: () => `${server.baseURL}/live/${CHANNEL}/manifest.mpd`, source: 'service-description' },
-  ];
-  for (const path of paths) {
-    test(`${path.name}: browser and streambed play --json below ${MAX_LATENCY_S} s and within ${MAX_DIFF_S} s`, { timeout: 180_000 }, async (t) => {
+  for (const { name, player } of lowLatencyPaths('http://x', CHANNEL)) {
+    test(`${name}: browser and streambed play --json below ${MAX_LATENCY_S} s and within ${MAX_DIFF_S} s`, { timeout: 180_000 }, async (t) => {
+      const path = lowLatencyPaths(server.baseURL, CHANNEL).find((p) => p.player === player);
       for (let attempt = 1; attempt <= 2; attempt++) {
         const pageURL = `${server.baseURL}/?stream=${CHANNEL}&live=1&player=${path.player}`;
         const { page, log } = await browser.newPage();
@@ -79,7 +51,7 @@ describe('headless player against the browser on a one-frame-chunk channel', { t
         let h;
         try {
           // At the same time: the same origin, clock and moment for both.
-          [r, h] = await Promise.all([playAndSample(page, pageURL, { seconds: SECONDS }), headlessPlay(path.url())]);
+          [r, h] = await Promise.all([playAndSample(page, pageURL, { seconds: SECONDS }), headlessPlay(path.url, { seconds: SECONDS })]);
         } finally {
           await page.close().catch(() => {});
         }
@@ -92,7 +64,7 @@ describe('headless player against the browser on a one-frame-chunk channel', { t
         assert.ok(h.rep.chunk_appends > 0, `streambed play appended no chunk: it played whole segments${context}`);
         assert.equal(h.rep.target_source, path.source, `streambed play's target latency came from ${h.rep.target_source}, not the ${path.source}${context}`);
         const browserS = median(steady(r.samples.map((s) => s.latencyS)));
-        const headlessS = median(steady(h.rep.samples.map((s) => (s.latency_ms == null ? null : s.latency_ms / 1000))));
+        const headlessS = median(steady(headlessLatencies(h.rep)));
         assert.ok(browserS != null && headlessS != null, `no latency: browser ${browserS}, headless ${headlessS}${context}`);
 
         const misses = [];
