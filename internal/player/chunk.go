@@ -26,9 +26,11 @@ type Chunk struct {
 	At time.Time
 }
 
-// ChunkReporter is implemented by transports that report chunks as they complete.
-// The player calls SetChunkSink once, in New; sink may be called from any goroutine,
-// never blocks, and keeps only the newest report per segment.
+// ChunkReporter is implemented by transports that report chunks as they complete:
+// of the responses to requests with SegmentRequest.Chunks set (the player sets it in a
+// low-latency live session) and of what they push. The player calls SetChunkSink
+// once, in New; sink may be called from any goroutine, never blocks, and keeps only
+// the newest report per segment.
 type ChunkReporter interface {
 	SetChunkSink(sink func(Chunk))
 }
@@ -102,8 +104,8 @@ func (in *chunkInbox) each(f func(Chunk) (drop bool)) {
 // are getting (s.next: requested, or awaited as a push), and drops reports of
 // segments the player is past.
 func (p *Player) applyChunks() {
-	if p.chunks == nil || len(p.streams) == 0 {
-		return
+	if p.chunks == nil || p.ll == nil || len(p.streams) == 0 {
+		return // not low-latency live: whole segments, as dash.js appends them
 	}
 	now := p.clock.Now()
 	p.chunks.each(func(c Chunk) bool {

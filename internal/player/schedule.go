@@ -296,6 +296,7 @@ func (p *Player) mediaPhase(s *stream, now time.Time) {
 func (p *Player) startMedia(s *stream, pl *plan) {
 	pl.pushUntil = time.Time{}
 	req := pl.request()
+	req.Chunks = p.ll != nil
 	p.launch(&op{kind: opMedia, s: s, plan: pl}, func(ctx context.Context, o *op) {
 		o.resp, o.err = p.fetch(ctx, req)
 		if o.err == nil {

@@ -60,6 +60,9 @@ type SegmentRequest struct {
 	// KeepBody asks for the body in Response.Body. The player needs the bytes of
 	// manifests and clocks only; for media a transport may count the bytes and drop them.
 	KeepBody bool
+	// Chunks asks a ChunkReporter to report the CMAF chunks of this media segment as
+	// they arrive (a low-latency live session); other transports ignore it.
+	Chunks bool
 }
 
 // Response is what a transport answers, or delivers unasked.

@@ -59,7 +59,7 @@ func TestChunkedResponseIsReportedChunkByChunk(t *testing.T) {
 				got = append(got, ch)
 				reported <- ch
 			})
-			req := player.SegmentRequest{Kind: player.RequestMedia, URL: srv.URL + "/live/c/v1/7.m4s", TrackID: "v1", Number: 7}
+			req := player.SegmentRequest{Kind: player.RequestMedia, URL: srv.URL + "/live/c/v1/7.m4s", TrackID: "v1", Number: 7, Chunks: true}
 			resp, err := c.Fetch(context.Background(), req)
 			if err != nil {
 				t.Fatal(err)
@@ -96,8 +96,27 @@ func TestNonCMAFBodyIsReadWholeWithoutReports(t *testing.T) {
 	defer c.Close()
 	n := 0
 	c.SetChunkSink(func(player.Chunk) { n++ })
-	resp, err := c.Fetch(context.Background(), player.SegmentRequest{Kind: player.RequestMedia, URL: srv.URL + "/x.m4s"})
+	resp, err := c.Fetch(context.Background(), player.SegmentRequest{Kind: player.RequestMedia, URL: srv.URL + "/x.m4s", Chunks: true})
 	if err != nil || resp.PayloadBytes != int64(len(body)) || n != 0 {
 		t.Fatalf("payload %v, %d reports, %v", resp, n, err)
+	}
+}
+
+func TestNoChunkReportsUnlessAsked(t *testing.T) {
+	seg, err := cmaf.AppendFragment(cmaf.StypBox(), 1, 1, 0, []cmaf.Sample{{Duration: 40, Size: 1, Data: []byte{1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(seg) }))
+	defer srv.Close()
+	c, err := NewClient(ClientOptions{Protocol: HTTP1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	n := 0
+	c.SetChunkSink(func(player.Chunk) { n++ })
+	if _, err := c.Fetch(context.Background(), player.SegmentRequest{Kind: player.RequestMedia, URL: srv.URL + "/1.m4s"}); err != nil || n != 0 {
+		t.Fatalf("%d reports for a request that did not ask (whole segments: VOD, non-low-latency live), %v", n, err)
 	}
 }

@@ -212,7 +212,7 @@ func (c *Client) Fetch(ctx context.Context, req player.SegmentRequest) (*player.
 		if err == nil && out.PayloadBytes > c.opts.MaxBodyBytes {
 			err = fmt.Errorf("body larger than %d bytes", c.opts.MaxBodyBytes)
 		}
-	} else if sink := c.sink.Load(); sink != nil && req.Kind == player.RequestMedia {
+	} else if sink := c.sink.Load(); sink != nil && req.Kind == player.RequestMedia && req.Chunks {
 		out.PayloadBytes, err = readChunks(resp.Body, req, *sink)
 	} else {
 		out.PayloadBytes, err = io.Copy(io.Discard, resp.Body)
