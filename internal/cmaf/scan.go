@@ -17,6 +17,9 @@ type ChunkScanner struct {
 	// larger one ends the scan, since a segment that is one huge fragment has no
 	// chunks to gain from.
 	MaxChunk int
+	// Defaults are the track's trex sample defaults (from its init segment), for
+	// fragments whose trun and tfhd leave a sample's duration out.
+	Defaults TrackDefaults
 
 	buf     []byte // from the first byte not yet scanned (or the moof in progress)
 	moofAt  int    // offset in buf of a moof waiting for its mdat; -1: none
@@ -68,12 +71,12 @@ func (s *ChunkScanner) Write(p []byte) ([]Fragment, error) {
 				s.err = fmt.Errorf("mdat without moof: %w", media.ErrInvalidMedia)
 				return out, s.err
 			}
-			frags, err := ParseFragments(s.buf[s.moofAt:s.scanned])
+			p, err := ParseSegment(s.buf[s.moofAt:s.scanned], s.Defaults)
 			if err != nil {
 				s.err = err
 				return out, err
 			}
-			out = append(out, frags...)
+			out = append(out, p.Fragments...)
 			s.moofAt = -1
 		case "styp", "sidx", "prft", "emsg", "free", "skip", "uuid":
 			if s.moofAt >= 0 {

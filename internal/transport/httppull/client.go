@@ -82,7 +82,8 @@ type Client struct {
 	wire  netutil.Counter // every connection's bytes
 	proto atomic.Value    // string: the last negotiated protocol
 
-	sink atomic.Pointer[func(player.Chunk)] // chunk reports (chunks.go); nil: none
+	sink   atomic.Pointer[func(player.Chunk)] // chunk reports (chunks.go); nil: none
+	tracks sync.Map                           // track ID → cmaf.Init, from init segments (chunks.go)
 
 	mu      sync.Mutex // guards the HPACK estimators
 	reqEnc  *hpack.Encoder
@@ -213,7 +214,9 @@ func (c *Client) Fetch(ctx context.Context, req player.SegmentRequest) (*player.
 			err = fmt.Errorf("body larger than %d bytes", c.opts.MaxBodyBytes)
 		}
 	} else if sink := c.sink.Load(); sink != nil && req.Kind == player.RequestMedia && req.Chunks {
-		out.PayloadBytes, err = readChunks(resp.Body, req, *sink)
+		out.PayloadBytes, err = c.readChunks(resp.Body, req, *sink)
+	} else if sink != nil && req.Kind == player.RequestInit && req.TrackID != "" {
+		out.PayloadBytes, err = c.readInit(resp.Body, req.TrackID)
 	} else {
 		out.PayloadBytes, err = io.Copy(io.Discard, resp.Body)
 	}
