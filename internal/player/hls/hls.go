@@ -387,8 +387,8 @@ func ParseMedia(data []byte, u string) (*MediaPlaylist, error) {
 	}
 	mp := &MediaPlaylist{}
 	var (
-		dur time.Duration
-		inf bool
+		dur   time.Duration
+		inf   bool
 		pdt   time.Time
 		seq   uint64
 		parts int // EXT-X-PART and part hint lines since the last segment
