@@ -76,12 +76,14 @@ Report (--json prints one object on stdout; otherwise a summary):
                     One definition for every transport (the browser page's too)
   target_latency_ms, target_source, chunk_appends, playback_rate_min/max
                     low-latency live (a transport that reports chunks: http1, h2, h2c,
-                    h2push, ws): media is appended chunk by chunk as it arrives, play
+                    h2push, ws; not pars or parallel): media is appended chunk by chunk as it arrives, play
                     starts the target behind the live edge and keeps it by playback
                     rate, as dash.js does. The target comes from the MPD's
                     ServiceDescription (LL-DASH; rates within its PlaybackRate), the
                     browser page's rule for ws push (max(0.5 s, one chunk + 0.4 s, the
-                    received edge's lag + 0.5 s); rates 0.95–1.1), or --live-delay
+                    received edge's lag + 0.5 s); rates 0.95–1.1), LL-HLS's
+                    PART-HOLD-BACK (the segment in progress is asked for whole and
+                    taken chunk by chunk, not by parts), or --live-delay
   samples           time series every --sample-interval: t, buffer_s, bitrate_kbps,
                     state, latency_ms
   transport, protocol, end_reason (ended, duration, canceled, error)

@@ -41,6 +41,9 @@ type Manifest struct {
 type ServiceDescription struct {
 	TargetLatency, MinLatency, MaxLatency time.Duration // 0: not given
 	MinPlaybackRate, MaxPlaybackRate      float64       // 0: not given
+	// Source names where it came from in the QoE report's target_source (""
+	// "service-description"; HLS: "part-hold-back").
+	Source string
 }
 
 // UTCTiming is one clock source of a DASH MPD.

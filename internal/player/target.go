@@ -44,7 +44,7 @@ const (
 // lowLatency is the state of the latency steering.
 type lowLatency struct {
 	target           time.Duration
-	source           string // "live-delay", "service-description", "push-rule"
+	source           string // "live-delay", "service-description", "part-hold-back", "push-rule"
 	pushRule         bool   // the target follows the push page's rule
 	minRate, maxRate float64
 	chunk            time.Duration // longest chunk seen
@@ -75,6 +75,9 @@ func (p *Player) setupLowLatency() {
 		ll.target, ll.source, ll.pushRule = MinPushTarget, "push-rule", true
 	case sd != nil && sd.TargetLatency > 0:
 		ll.target, ll.source = sd.TargetLatency, "service-description"
+		if sd.Source != "" {
+			ll.source = sd.Source
+		}
 	default:
 		return // not a low-latency stream: whole segments, as before
 	}

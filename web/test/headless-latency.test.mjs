@@ -1,14 +1,13 @@
 // The headless player against the browser: the same one-frame-chunk live channel is
 // played at the same time by the player page in headless Chromium and by
-// `streambed play --json`, on each low-latency path both players have — WebSocket
-// push (the page's push player; `play ws://…/ws/CHANNEL`) and LL-DASH (dash.js;
-// `play …/manifest.mpd` over HTTP/1.1 with chunked responses). Both report latency on
-// one definition: the origin's clock (GET /time, the MPD's UTCTiming) minus the wall
-// time of the playhead. Bars: both medians below 3 s, and within 0.5 s of each other.
-//
-// LL-HLS is not compared: the headless player does not play LL-HLS parts (it plays
-// the media playlists' whole segments), so its LL-HLS latency is not a low-latency
-// figure to hold against hls.js.
+// `streambed play --json`, on each low-latency path — WebSocket push (the page's push
+// player; `play ws://…/ws/CHANNEL`), LL-DASH (dash.js; `play …/manifest.mpd` over
+// HTTP/1.1 with chunked responses) and LL-HLS (hls.js, which requests parts; `play
+// …/master.m3u8`, which asks for the segment in progress whole and takes it chunk by
+// chunk). Both report latency on one definition: the origin's clock minus the wall
+// time of the playhead (the page reads the clock from GET /time; the headless player
+// from the MPD's UTCTiming, and for HLS, which has none, its own clock — the same
+// machine here). Bars: both medians below 3 s, and within 0.5 s of each other.
 //
 // The bars are wall-clock bars, generous so they do not flake: a miss on an unloaded
 // machine fails (a real failure); a miss under load (testkit/checks.mjs loadEvidence)

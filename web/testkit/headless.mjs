@@ -46,5 +46,6 @@ export function lowLatencyPaths(baseURL, channel) {
   return [
     { name: 'WebSocket push', player: 'wspush', url: `${baseURL.replace(/^http/, 'ws')}/ws/${channel}`, source: 'push-rule' },
     { name: 'LL-DASH (dash.js)', player: 'dashjs', url: `${baseURL}/live/${channel}/manifest.mpd`, source: 'service-description' },
+    { name: 'LL-HLS (hls.js)', player: 'hlsjs', url: `${baseURL}/live/${channel}/master.m3u8`, source: 'part-hold-back' },
   ];
 }

@@ -228,7 +228,7 @@ func lowLatency(m *player.Manifest, playlists map[string]*MediaPlaylist, source 
 			r.Index.List = list
 		}
 	}
-	m.ServiceDescription = &player.ServiceDescription{TargetLatency: hold}
+	m.ServiceDescription = &player.ServiceDescription{TargetLatency: hold, Source: "part-hold-back"}
 }
 
 func get(ctx context.Context, fetch player.FetcherFunc, u string) ([]byte, error) {

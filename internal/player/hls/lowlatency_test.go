@@ -97,7 +97,7 @@ func TestLoadLowLatencyAddsTheSegmentInProgressAndTheNext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.ServiceDescription == nil || m.ServiceDescription.TargetLatency != 600*time.Millisecond {
+	if m.ServiceDescription == nil || m.ServiceDescription.TargetLatency != 600*time.Millisecond || m.ServiceDescription.Source != "part-hold-back" {
 		t.Fatalf("service description %+v, want the PART-HOLD-BACK 600 ms as the target", m.ServiceDescription)
 	}
 	list := m.Sets[0].Representations[0].Index.List
