@@ -202,3 +202,24 @@ func TestPushRuleTargetsTheLiveEdge(t *testing.T) {
 		t.Errorf("%d stalls, latency %v ms", rep.StallCount, *rep.LatencyMS)
 	}
 }
+
+func TestFarBehindJumpsAheadInTheBuffer(t *testing.T) {
+	sd := &ServiceDescription{TargetLatency: time.Second, MinPlaybackRate: 0.96, MaxPlaybackRate: 1.04}
+	clock := NewSimClock(t0)
+	n := &chunkedNet{clock: clock, chunk: 200 * time.Millisecond, rtt: 10 * time.Millisecond}
+	// 6 s without data: the latency grows past the target by more than 3 s, and the
+	// chunks made meanwhile then arrive at once, so the buffer holds what to skip.
+	n.blackout = [2]time.Time{t0.Add(6 * time.Second), t0.Add(12 * time.Second)}
+	n.m = llManifest(clock, n.chunk, sd)
+	rep := runLL(t, n, 20*time.Second)
+	t.Logf("stalls %d (%v ms), latency max %v end %v ms", rep.StallCount, rep.StallMS, *rep.LatencyMaxMS, *rep.LatencyEndMS)
+	if rep.StallCount == 0 || rep.StallMS < 4000 {
+		t.Fatalf("%d stalls of %v ms: the blackout did not put the player far behind", rep.StallCount, rep.StallMS)
+	}
+	// Resuming, the player is the stall (over 4 s) plus the target behind; 8 s at up
+	// to 1.04 would take 0.32 s of that off. The jump (as the page's: to the target, or
+	// as far as the buffer reaches, while more than 3 s behind) takes off seconds.
+	if end := *rep.LatencyEndMS; end > 3000 {
+		t.Errorf("latency at the end %v ms: far behind, the player did not jump ahead", end)
+	}
+}
