@@ -158,7 +158,7 @@ func (p *Player) applyChunk(s *stream, seg Segment, rep *Representation, c Chunk
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.advance(now)
-	p.noteChunk(ticks(c.Last, ts))
+	p.noteChunk(now, ticks(c.Last, ts))
 	if end <= s.end || end <= seg.Start {
 		return
 	}

@@ -439,6 +439,9 @@ func (p *Player) setup() error {
 	for _, s := range p.streams {
 		s.end = end
 	}
+	if p.ll != nil {
+		p.ll.floor = end
+	}
 	return nil
 }
 
@@ -539,6 +542,9 @@ func (p *Player) rejoin() bool {
 		p.rec.StallStarted(now)
 	}
 	p.playhead = start
+	if p.ll != nil {
+		p.ll.floor = end
+	}
 	for _, s := range p.streams {
 		s.end, s.queue = end, nil
 		s.next, s.wakeAt, s.onEvent, s.onReload, s.chunked = nil, time.Time{}, false, false, false

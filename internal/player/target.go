@@ -48,6 +48,7 @@ type lowLatency struct {
 	pushRule         bool   // the target follows the push page's rule
 	minRate, maxRate float64
 	chunk            time.Duration // longest chunk seen
+	floor            time.Duration // where the buffers start: the playhead never goes before it
 	lags             []edgeLag     // push rule: lag of the received edge, newest last
 }
 
@@ -93,11 +94,26 @@ func (p *Player) setupLowLatency() {
 	p.rec.LowLatency(ll.target, ll.source)
 }
 
-// noteChunk notes the duration of a chunk that arrived (the push rule keeps a margin
-// above one chunk). Callers hold p.mu.
-func (p *Player) noteChunk(chunk time.Duration) {
-	if p.ll != nil {
-		p.ll.chunk = max(p.ll.chunk, chunk)
+// noteChunk notes the duration of a chunk that arrived at clock time now (the push
+// rule keeps a margin above one chunk). Before playback starts, a target raised by it
+// moves the start back, as the page places its playhead only when media is there:
+// chunks as long as segments (a channel without low-latency chunks) then start a
+// chunk and a margin behind the edge instead of stalling. Callers hold p.mu.
+func (p *Player) noteChunk(now time.Time, chunk time.Duration) {
+	ll := p.ll
+	if ll == nil {
+		return
+	}
+	ll.chunk = max(ll.chunk, chunk)
+	if !ll.pushRule || p.state != stateStartup {
+		return
+	}
+	if t := ll.chunk + PushChunkMargin; t > ll.target {
+		ll.target = t
+		p.rec.LowLatency(t, ll.source)
+	}
+	if pos := now.Add(p.clockOffset).Sub(p.manifest.AvailabilityStart) - ll.target; pos < p.playhead {
+		p.playhead = max(pos, ll.floor)
 	}
 }
 
