@@ -188,3 +188,23 @@ func (in *chunkInbox) forget(r SegmentRequest) {
 	}
 	delete(in.latest, chunkKey{track: r.TrackID, number: r.Number})
 }
+
+// lastChunk applies a chunk report of the segment of pl that came with (or just
+// before) the segment itself, before the segment replaces it: the push rule learns the
+// chunk duration from it even when chunks are as long as segments.
+func (p *Player) lastChunk(s *stream, pl *plan, now time.Time) {
+	if p.chunks == nil || p.ll == nil {
+		return
+	}
+	var found []Chunk
+	p.chunks.each(func(c Chunk) bool {
+		if c.Request.URL != "" && c.Request.URL == pl.seg.URL || c.Request.URL == "" && c.Request.Number == pl.seg.Number && chunkOf(s, c.Request) != nil {
+			found = append(found, c)
+			return true
+		}
+		return false
+	})
+	for _, c := range found {
+		p.applyChunk(s, pl.seg, chunkOf(s, c.Request), c, now)
+	}
+}

@@ -223,3 +223,18 @@ func TestFarBehindJumpsAheadInTheBuffer(t *testing.T) {
 		t.Errorf("latency at the end %v ms: far behind, the player did not jump ahead", end)
 	}
 }
+
+func TestPushRuleWithSegmentLongChunksStartsWithoutAStall(t *testing.T) {
+	clock := NewSimClock(t0)
+	// One chunk per segment (a channel without low-latency chunks, pushed).
+	n := &chunkedNet{clock: clock, chunk: 2 * time.Second, rtt: 10 * time.Millisecond, edgePusher: true}
+	n.m = llManifest(clock, n.chunk, nil)
+	rep := runLL(t, n, 20*time.Second)
+	t.Logf("target %v ms, latency %v ms, stalls %d", *rep.TargetLatencyMS, *rep.LatencyMS, rep.StallCount)
+	if *rep.TargetLatencyMS < 2400 {
+		t.Errorf("target %v ms, want at least one chunk + 0.4 s", *rep.TargetLatencyMS)
+	}
+	if rep.StallCount != 0 {
+		t.Errorf("%d stalls: the start was not moved back when the first chunk showed its length", rep.StallCount)
+	}
+}

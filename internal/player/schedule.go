@@ -483,6 +483,7 @@ func (p *Player) applyMedia(s *stream, pl *plan, got *Representation, resp *Resp
 	for _, x := range p.streams {
 		x.onEvent = false
 	}
+	p.lastChunk(s, pl, now)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.est.Add(resp.PayloadBytes, resp.Duration())
