@@ -241,6 +241,9 @@ func statusLine(s player.Status) string {
 	fmt.Fprintf(&b, "  stalls %d (%.1fs)  switches %d", s.Stalls, s.StallTime.Seconds(), s.Switches)
 	if s.Latency != nil {
 		fmt.Fprintf(&b, "  latency %.2fs", s.Latency.Seconds())
+		if s.TargetLatency > 0 {
+			fmt.Fprintf(&b, " (target %.2fs, rate %.2f)", s.TargetLatency.Seconds(), s.PlaybackRate)
+		}
 	}
 	fmt.Fprintf(&b, "  %.1f MB in %d req  est %.0f kbit/s", float64(s.Bytes)/1e6, s.Requests, s.Throughput/1000)
 	return b.String()

@@ -172,6 +172,10 @@ type Status struct {
 	Throughput  float64        // estimate, bit/s
 	Latency     *time.Duration // live, while playing
 	Live        bool
+	// Low-latency live: the target latency and the playback rate steering to it (0:
+	// not steering).
+	TargetLatency time.Duration
+	PlaybackRate  float64
 }
 
 // Status extrapolates the model to now without changing it.
@@ -201,6 +205,9 @@ func (p *Player) Status() Status {
 	if p.live && p.state == statePlaying && p.manifest != nil {
 		l := now.Add(p.clockOffset).Sub(p.manifest.AvailabilityStart.Add(pos))
 		st.Latency = &l
+	}
+	if p.ll != nil {
+		st.TargetLatency, st.PlaybackRate = p.ll.target, p.rate
 	}
 	return st
 }

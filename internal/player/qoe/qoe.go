@@ -421,7 +421,18 @@ func (rep *Report) WriteSummary(w io.Writer) {
 		}
 		p("  latency:      %.0f ms mean (min %.0f, max %.0f, end %.0f); clock offset %.0f ms via %s",
 			*rep.LatencyMS, deref(rep.LatencyMinMS), deref(rep.LatencyMaxMS), deref(rep.LatencyEndMS), off, orNone(rep.ClockSource))
+		if rep.TargetLatencyMS != nil {
+			p("  low latency:  target %.0f ms (%s), %d chunks appended, playback rate %.3f–%.3f",
+				*rep.TargetLatencyMS, rep.TargetSource, rep.ChunkAppends, derefOr(rep.PlaybackRateMin, 1), derefOr(rep.PlaybackRateMax, 1))
+		}
 	}
+}
+
+func derefOr(v *float64, d float64) float64 {
+	if v == nil {
+		return d
+	}
+	return *v
 }
 
 func deref(p *float64) float64 {
