@@ -22,7 +22,7 @@ import { headlessLatencies, headlessPlay, lowLatencyPaths, steady } from '../tes
 import { startStreambed } from '../testkit/server.mjs';
 
 const CHANNEL = 'll';
-const SECONDS = 20;
+const SECONDS = 15;
 const MAX_LATENCY_S = 3;
 const MAX_DIFF_S = 0.5;
 
