@@ -486,7 +486,11 @@ func (p *Player) applyMedia(s *stream, pl *plan, got *Representation, resp *Resp
 	p.lastChunk(s, pl, now)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.est.Add(resp.PayloadBytes, resp.Duration())
+	dl := resp.Duration()
+	if resp.Busy > 0 {
+		dl = resp.Busy
+	}
+	p.est.Add(resp.PayloadBytes, dl)
 	if !p.deadline.IsZero() && now.After(p.deadline) {
 		return // completed after the end of the session: not played
 	}

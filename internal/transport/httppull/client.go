@@ -214,7 +214,7 @@ func (c *Client) Fetch(ctx context.Context, req player.SegmentRequest) (*player.
 			err = fmt.Errorf("body larger than %d bytes", c.opts.MaxBodyBytes)
 		}
 	} else if sink := c.sink.Load(); sink != nil && req.Kind == player.RequestMedia && req.Chunks {
-		out.PayloadBytes, err = c.readChunks(resp.Body, req, *sink)
+		out.PayloadBytes, out.Busy, err = c.readChunks(resp.Body, req, *sink)
 	} else if sink != nil && req.Kind == player.RequestInit && req.TrackID != "" {
 		out.PayloadBytes, err = c.readInit(resp.Body, req.TrackID)
 	} else {
