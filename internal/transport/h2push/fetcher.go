@@ -243,6 +243,9 @@ func (f *Fetcher) Fetch(ctx context.Context, req player.SegmentRequest) (*player
 		f.mu.Unlock()
 	}
 	resp := toResponse(s)
+	if req.Chunks {
+		resp.Busy = s.Busy() // a low-latency response that came as it was made
+	}
 	if req.KeepBody {
 		resp.Body = s.Body
 	}
