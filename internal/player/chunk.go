@@ -141,6 +141,9 @@ func chunkOf(s *stream, r SegmentRequest) *Representation {
 
 // applyChunk appends what c adds to seg (of rep) to the buffer of s.
 func (p *Player) applyChunk(s *stream, seg Segment, rep *Representation, c Chunk, now time.Time) {
+	if rep == nil || rep.Index == nil {
+		return
+	}
 	ts := uint64(c.Timescale)
 	if ts == 0 {
 		ts = rep.Index.Timescale
@@ -205,6 +208,10 @@ func (p *Player) lastChunk(s *stream, pl *plan, now time.Time) {
 		return false
 	})
 	for _, c := range found {
-		p.applyChunk(s, pl.seg, chunkOf(s, c.Request), c, now)
+		rep := chunkOf(s, c.Request)
+		if rep == nil {
+			rep = pl.rep // reported by URL (s.next is already cleared): the plan's
+		}
+		p.applyChunk(s, pl.seg, rep, c, now)
 	}
 }

@@ -20,6 +20,7 @@ type chunkedNet struct {
 	chunk      time.Duration
 	rtt        time.Duration
 	noChunks   bool // report nothing: the player sees whole segments only
+	byURL      bool // report chunks by URL only, as the HTTP/2 push client does
 	edgePusher bool
 	blackout   [2]time.Time
 
@@ -83,7 +84,11 @@ func (n *chunkedNet) Fetch(ctx context.Context, req SegmentRequest) (*Response, 
 		sink := n.sink
 		n.mu.Unlock()
 		if sink != nil && !n.noChunks {
-			sink(Chunk{Request: req, Decoded: toTicks(k*n.chunk, ts), Last: toTicks(n.chunk, ts), At: n.clock.Now()})
+			r := req
+			if n.byURL {
+				r = SegmentRequest{Kind: RequestMedia, URL: req.URL}
+			}
+			sink(Chunk{Request: r, Decoded: toTicks(k*n.chunk, ts), Last: toTicks(n.chunk, ts), At: n.clock.Now()})
 		}
 	}
 	return &Response{PayloadBytes: 1000, Start: start, FirstByte: start.Add(n.rtt), End: n.clock.Now()}, nil
@@ -236,5 +241,18 @@ func TestPushRuleWithSegmentLongChunksStartsWithoutAStall(t *testing.T) {
 	}
 	if rep.StallCount != 0 {
 		t.Errorf("%d stalls: the start was not moved back when the first chunk showed its length", rep.StallCount)
+	}
+}
+
+// Reports by URL alone (the HTTP/2 push client's), the last one coming with its
+// whole segment: once a nil representation crashed the player here.
+func TestChunksReportedByURL(t *testing.T) {
+	sd := &ServiceDescription{TargetLatency: time.Second}
+	clock := NewSimClock(t0)
+	n := &chunkedNet{clock: clock, chunk: 200 * time.Millisecond, rtt: 10 * time.Millisecond, byURL: true}
+	n.m = llManifest(clock, n.chunk, sd)
+	rep := runLL(t, n, 10*time.Second)
+	if rep.ChunkAppends == 0 || rep.StallCount != 0 || *rep.LatencyMaxMS > 1100 {
+		t.Errorf("%d chunks appended, %d stalls, latency max %v ms", rep.ChunkAppends, rep.StallCount, *rep.LatencyMaxMS)
 	}
 }
