@@ -16,6 +16,9 @@
 #   make web-latency-all the latency of WebSocket push, LL-DASH (dash.js) and LL-HLS
 #                        (hls.js) in the browser on loopback, 60 s each, as JSON in
 #                        docs/results/latency/ (scripts/latency.mjs).
+#   make web-headless-latency  the headless player (streambed play --json) and the
+#                        browser at once on WebSocket push and LL-DASH, 30 s × 3, as
+#                        JSON in docs/results/latency/ (scripts/headless-latency.mjs).
 #   make web-deps        apt-get install what is missing: nodejs, npm, chromium, ffmpeg.
 #   make web-clean       remove the build output (web/dist except README.txt).
 #
@@ -44,6 +47,7 @@ WEB_NODE_CHECK = @node -e 'process.exit(+process.versions.node.split(".")[0] >= 
 	{ echo "web: Node.js $(WEB_NODE_MIN) or later needed, found $$(node --version 2>/dev/null || echo none) (Debian 13 has 20; or https://nodejs.org)" >&2; exit 1; }
 
 .PHONY: web web-deps web-test web-typecheck web-screenshot web-latency web-latency-all web-clean
+.PHONY: web-headless-latency
 
 web: $(WEB_DIST)
 
@@ -74,6 +78,9 @@ web-latency: web $(WEB_TEST_DEPS)
 
 web-latency-all: web $(WEB_TEST_DEPS)
 	STREAMBED_BIN='$(STREAMBED_BIN)' STREAMBED_TEST_ASSETS='$(STREAMBED_TEST_ASSETS)' node web/scripts/latency.mjs
+
+web-headless-latency: web $(WEB_TEST_DEPS)
+	STREAMBED_BIN='$(STREAMBED_BIN)' STREAMBED_TEST_ASSETS='$(STREAMBED_TEST_ASSETS)' node web/scripts/headless-latency.mjs
 
 web-deps:
 	@missing=""; \

@@ -72,7 +72,18 @@ Report (--json prints one object on stdout; otherwise a summary):
   throughput_kbps   media bytes over the time spent downloading them
   link_utilisation  media bits per second of session ÷ --link-rate (null without it)
   latency_ms        live: mean of (wall clock − wall time of the playhead), with the
-                    clock synchronised to the MPD's UTCTiming source; null on demand
+                    clock synchronised to the MPD's UTCTiming source; null on demand.
+                    One definition for every transport (the browser page's too)
+  target_latency_ms, target_source, chunk_appends, playback_rate_min/max
+                    low-latency live (a transport that reports chunks: http1, h2, h2c,
+                    h2push, ws; not pars or parallel): media is appended chunk by chunk as it arrives, play
+                    starts the target behind the live edge and keeps it by playback
+                    rate, as dash.js does. The target comes from the MPD's
+                    ServiceDescription (LL-DASH; rates within its PlaybackRate), the
+                    browser page's rule for ws push (max(0.5 s, one chunk + 0.4 s, the
+                    received edge's lag + 0.5 s); rates 0.95–1.1), LL-HLS's
+                    PART-HOLD-BACK (the segment in progress is asked for whole and
+                    taken chunk by chunk, not by parts), or --live-delay
   samples           time series every --sample-interval: t, buffer_s, bitrate_kbps,
                     state, latency_ms
   transport, protocol, end_reason (ended, duration, canceled, error)
@@ -99,7 +110,7 @@ func Play(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		linkRate    = fs.String("link-rate", "", "bandwidth of the bottleneck link, e.g. 10M, 2.5Mbit, 800k (for link_utilisation)")
 		maxBuffer   = durationFlag(fs, "buffer", 30*time.Second, "stop requesting above this buffer level (the ABR buffer target)")
 		startBuffer = durationFlag(fs, "startup-buffer", 0, "buffer level that starts and resumes playback (0: one segment)")
-		liveDelay   = durationFlag(fs, "live-delay", 0, "live: distance behind the live edge (0: MPD suggestedPresentationDelay, else 3 segments)")
+		liveDelay   = durationFlag(fs, "live-delay", 0, "live: distance behind the live edge (0: MPD suggestedPresentationDelay, else 3 segments; low-latency live: the target latency, default the ServiceDescription's or the push rule's)")
 		sampleEvery = durationFlag(fs, "sample-interval", time.Second, "period of the report's time series")
 		reqTimeout  = durationFlag(fs, "request-timeout", 30*time.Second, "give up on a request after this long and retry (0: never)")
 		pushWait    = durationFlag(fs, "push-wait", 0, "push transports: wait this long for a pushed segment before requesting it (default: ws 4s, which lets the server's rendition choice stand; others 0)")
@@ -230,6 +241,9 @@ func statusLine(s player.Status) string {
 	fmt.Fprintf(&b, "  stalls %d (%.1fs)  switches %d", s.Stalls, s.StallTime.Seconds(), s.Switches)
 	if s.Latency != nil {
 		fmt.Fprintf(&b, "  latency %.2fs", s.Latency.Seconds())
+		if s.TargetLatency > 0 {
+			fmt.Fprintf(&b, " (target %.2fs, rate %.2f)", s.TargetLatency.Seconds(), s.PlaybackRate)
+		}
 	}
 	fmt.Fprintf(&b, "  %.1f MB in %d req  est %.0f kbit/s", float64(s.Bytes)/1e6, s.Requests, s.Throughput/1000)
 	return b.String()

@@ -52,6 +52,7 @@ type stream struct {
 	onEvent  bool      // plan nothing before a download completes (full buffer while stalled)
 	onReload bool      // plan nothing before the manifest reload in flight completes
 	errRun   int       // consecutive failed requests
+	chunked  bool      // s.end is inside the segment of s.next: its first chunks are in
 }
 
 func (s *stream) level(playhead time.Duration) time.Duration {
@@ -106,13 +107,14 @@ func (p *Player) step(t time.Time) {
 	}
 	if p.state == statePlaying {
 		lvl := p.minLevel()
+		adv := p.scaleRate(dt) // media time played: dt at rate 1
 		// Exactly running dry as new media arrives is not a stall; it is the end when
 		// nothing more will arrive.
-		if dt < lvl || (dt == lvl && !p.allDone()) {
-			p.play(dt, p.last)
+		if adv < lvl || (adv == lvl && !p.allDone()) {
+			p.play(adv, p.last)
 		} else {
 			p.play(lvl, p.last)
-			dry := p.last.Add(lvl)
+			dry := p.last.Add(p.unscaleRate(lvl))
 			if p.allDone() {
 				p.state = stateEnded
 				p.endedAt = dry
@@ -137,7 +139,7 @@ func (p *Player) play(d time.Duration, from time.Time) {
 			b := s.queue[0]
 			a, e := max(b.start, p0), min(b.end, p1)
 			if e > a {
-				p.rec.Played(from.Add(e-p0), b.rep.ID, b.rep.Bandwidth, e-a, s.primary)
+				p.rec.Played(from.Add(p.unscaleRate(e-p0)), b.rep.ID, b.rep.Bandwidth, e-a, s.primary)
 				if s.primary {
 					p.playingRep = b.rep
 				}

@@ -29,8 +29,21 @@ type Manifest struct {
 	SuggestedPresentationDelay time.Duration // live: how far behind the edge to play (0: unknown)
 	MaxSegmentDuration         time.Duration
 	UTCTiming                  []UTCTiming
+	// ServiceDescription is the latency a low-latency stream asks the player to keep
+	// (DASH ServiceDescription); nil when the manifest has none.
+	ServiceDescription *ServiceDescription
 
 	Sets []*AdaptationSet
+}
+
+// ServiceDescription is a low-latency stream's target latency (wall clock minus the
+// wall time of the playhead) and the playback rates a player may steer it with.
+type ServiceDescription struct {
+	TargetLatency, MinLatency, MaxLatency time.Duration // 0: not given
+	MinPlaybackRate, MaxPlaybackRate      float64       // 0: not given
+	// Source names where it came from in the QoE report's target_source (""
+	// "service-description"; HLS: "part-hold-back").
+	Source string
 }
 
 // UTCTiming is one clock source of a DASH MPD.

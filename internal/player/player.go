@@ -106,6 +106,9 @@ type Player struct {
 	pending    []Delivery
 	pushing    bool // a media segment has been delivered: PushWait applies
 	deliveries <-chan Delivery
+	chunks     *chunkInbox // chunk reports, when the transport makes them (chunk.go)
+	ll         *lowLatency // latency steering of a low-latency live session (target.go)
+	rate       float64     // playback rate: 1, or the steering's
 
 	// The scheduler (schedule.go). Its goroutine sets these up and alone reads and
 	// writes them, except that request goroutines run under opCtx and ops and post to
@@ -142,9 +145,13 @@ func New(cfg Config) (*Player, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	p := &Player{cfg: cfg, clock: cfg.Clock, rule: cfg.ABR, log: cfg.Logger}
+	p := &Player{cfg: cfg, clock: cfg.Clock, rule: cfg.ABR, log: cfg.Logger, rate: 1}
 	if r, ok := cfg.Fetcher.(Receiver); ok {
 		p.deliveries = r.Deliveries()
+	}
+	if r, ok := cfg.Fetcher.(ChunkReporter); ok {
+		p.chunks = newChunkInbox()
+		r.SetChunkSink(p.chunks.add)
 	}
 	return p, nil
 }
@@ -165,6 +172,10 @@ type Status struct {
 	Throughput  float64        // estimate, bit/s
 	Latency     *time.Duration // live, while playing
 	Live        bool
+	// Low-latency live: the target latency and the playback rate steering to it (0:
+	// not steering).
+	TargetLatency time.Duration
+	PlaybackRate  float64
 }
 
 // Status extrapolates the model to now without changing it.
@@ -180,7 +191,7 @@ func (p *Player) Status() Status {
 	st.Session = now.Sub(p.start)
 	pos, lvl := p.playhead, p.minLevel()
 	if p.state == statePlaying && now.After(p.last) {
-		adv := min(now.Sub(p.last), lvl)
+		adv := min(p.scaleRate(now.Sub(p.last)), lvl)
 		pos += adv
 		lvl -= adv
 	}
@@ -194,6 +205,9 @@ func (p *Player) Status() Status {
 	if p.live && p.state == statePlaying && p.manifest != nil {
 		l := now.Add(p.clockOffset).Sub(p.manifest.AvailabilityStart.Add(pos))
 		st.Latency = &l
+	}
+	if p.ll != nil {
+		st.TargetLatency, st.PlaybackRate = p.ll.target, p.rate
 	}
 	return st
 }
@@ -269,6 +283,7 @@ func (p *Player) checkEnd(ctx context.Context) error {
 	if p.state == stateEnded {
 		return errStop("ended")
 	}
+	p.steer(now)
 	return nil
 }
 
@@ -410,20 +425,54 @@ func (p *Player) setup() error {
 		if p.liveDelay <= 0 {
 			p.liveDelay = 3 * seg
 		}
-		p.bufTarget = min(p.bufTarget, p.liveDelay)
 		// Never wait for more than the delay allows.
 		p.startThreshold = min(p.startThreshold, max(p.liveDelay-seg, seg/2))
+		p.setupLowLatency()
+		if p.ll != nil {
+			// Chunk by chunk, a browser starts as soon as the playhead has media ahead.
+			p.liveDelay = p.ll.target
+			if p.cfg.StartupBuffer <= 0 {
+				p.startThreshold = min(max(p.ll.target/4, 40*time.Millisecond), 250*time.Millisecond)
+			}
+		}
+		p.bufTarget = min(p.bufTarget, p.liveDelay)
 		p.resumeThreshold = min(p.resumeThreshold, p.startThreshold)
 	}
-	start, err := p.startPosition()
+	start, end, err := p.startAt()
 	if err != nil {
 		return err
 	}
 	p.playhead = start
 	for _, s := range p.streams {
-		s.end = start
+		s.end = end
+	}
+	if p.ll != nil {
+		p.ll.floor = end
 	}
 	return nil
+}
+
+// startAt is where playback starts (the playhead) and where the buffers start (the
+// first segment's start): the same position, except in a low-latency session, which
+// starts in the middle of a segment it gets from the segment's start.
+func (p *Player) startAt() (playhead, end time.Duration, err error) {
+	start, err := p.startPosition()
+	if err != nil || p.ll == nil {
+		return start, start, err
+	}
+	ix := p.streams[0].set.Representations[0].Index
+	lo := time.Duration(0)
+	if first, ok := ix.First(); ok && !ix.IsTemplate() {
+		lo = first.Start
+	}
+	if tsbd := p.manifest.TimeShiftBufferDepth; tsbd > 0 && ix.IsTemplate() {
+		lo = max(p.serverNow().Sub(p.manifest.AvailabilityStart)-tsbd, ix.PeriodStart)
+	}
+	pos, seg, ok := p.lowLatencyStart(lo)
+	if !ok {
+		return start, start, nil
+	}
+	return pos, seg.Start, nil
 }
 
 // nominal is the nominal segment duration of the primary adaptation set.
@@ -489,7 +538,7 @@ func (p *Player) startPosition() (time.Duration, error) {
 // dropped when it completes. It reports false when there is no live edge to rejoin.
 // Callers hold p.mu.
 func (p *Player) rejoin() bool {
-	start, err := p.startPosition()
+	start, end, err := p.startAt()
 	if err != nil {
 		return false
 	}
@@ -500,9 +549,12 @@ func (p *Player) rejoin() bool {
 		p.rec.StallStarted(now)
 	}
 	p.playhead = start
+	if p.ll != nil {
+		p.ll.floor = end
+	}
 	for _, s := range p.streams {
-		s.end, s.queue = start, nil
-		s.next, s.wakeAt, s.onEvent, s.onReload = nil, time.Time{}, false, false
+		s.end, s.queue = end, nil
+		s.next, s.wakeAt, s.onEvent, s.onReload, s.chunked = nil, time.Time{}, false, false, false
 	}
 	return true
 }

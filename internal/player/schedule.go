@@ -86,6 +86,7 @@ func (p *Player) run(ctx context.Context) error {
 			return err
 		}
 		p.drainDeliveries()
+		p.applyChunks()
 		wake, err := p.schedule(ctx)
 		if err != nil {
 			return err
@@ -252,9 +253,13 @@ func (p *Player) plan(ctx context.Context, s *stream, now time.Time) error {
 			}
 			return nil
 		}
+		avail := seg.AvailableAt
+		if p.ll != nil && p.ll.pushRule && !p.manifest.AvailabilityStart.IsZero() {
+			avail = p.manifest.AvailabilityStart.Add(seg.Start) // pushed chunk by chunk from its start
+		}
 		// Ask a little after the segment is due, by the error the clock offset may have,
 		// so a request does not reach the origin a millisecond early and bounce.
-		if due := seg.AvailableAt.Add(p.clockSlack + 2*time.Millisecond); !seg.AvailableAt.IsZero() && due.After(sn) {
+		if due := avail.Add(p.clockSlack + 2*time.Millisecond); !avail.IsZero() && due.After(sn) {
 			s.wakeAt = due.Add(-p.clockOffset)
 			return nil
 		}
@@ -291,6 +296,7 @@ func (p *Player) mediaPhase(s *stream, now time.Time) {
 func (p *Player) startMedia(s *stream, pl *plan) {
 	pl.pushUntil = time.Time{}
 	req := pl.request()
+	req.Chunks = p.ll != nil
 	p.launch(&op{kind: opMedia, s: s, plan: pl}, func(ctx context.Context, o *op) {
 		o.resp, o.err = p.fetch(ctx, req)
 		if o.err == nil {
@@ -348,12 +354,17 @@ func (p *Player) wait(ctx context.Context, until time.Time) {
 		}
 		timer = p.clock.After(d)
 	}
+	var chunkNote chan struct{}
+	if p.chunks != nil {
+		chunkNote = p.chunks.note
+	}
 	select {
 	case o := <-p.results:
 		p.inbox = append(p.inbox, o)
 		p.poll()
 	case d, ok := <-p.deliveries:
 		p.received(d, ok)
+	case <-chunkNote:
 	case <-timer:
 	case <-ctx.Done():
 	}
@@ -391,6 +402,13 @@ func (p *Player) poll() bool {
 		default:
 		}
 		break
+	}
+	if p.chunks != nil {
+		select {
+		case <-p.chunks.note:
+			got = true
+		default:
+		}
 	}
 	return p.drainDeliveries() || got
 }
@@ -456,26 +474,37 @@ func (p *Player) applyMedia(s *stream, pl *plan, got *Representation, resp *Resp
 	s.errRun, p.errRun = 0, 0
 	seg := pl.seg
 	if got != pl.rep {
-		// A push transport delivered another rendition of this segment.
-		if g, ok := got.Index.Next(s.end); ok {
+		// A push transport delivered another rendition of this segment (found by its
+		// start: chunks may have brought s.end to its end already).
+		if g, ok := got.Index.Next(pl.seg.Start); ok {
 			seg = g
 		}
 	}
 	for _, x := range p.streams {
 		x.onEvent = false
 	}
+	p.lastChunk(s, pl, now)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.est.Add(resp.PayloadBytes, resp.Duration())
+	dl := resp.Duration()
+	if resp.Busy > 0 {
+		dl = resp.Busy
+	}
+	p.est.Add(resp.PayloadBytes, dl)
 	if !p.deadline.IsZero() && now.After(p.deadline) {
 		return // completed after the end of the session: not played
 	}
 	p.advance(now)
-	if seg.End() <= s.end {
+	if p.chunks != nil {
+		p.chunks.forget(pl.request())
+	}
+	if seg.End() < s.end || seg.End() == s.end && !s.chunked {
 		return // a duplicate
 	}
-	s.queue = append(s.queue, bufSeg{start: seg.Start, end: seg.End(), rep: got})
-	s.end = seg.End()
+	if seg.End() > s.end {
+		p.appendMedia(s, max(seg.Start, s.end), seg.End(), got)
+	}
+	s.chunked = false
 	if idx := indexOf(s.set, got); idx >= 0 {
 		s.current = idx
 	}

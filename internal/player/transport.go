@@ -60,6 +60,9 @@ type SegmentRequest struct {
 	// KeepBody asks for the body in Response.Body. The player needs the bytes of
 	// manifests and clocks only; for media a transport may count the bytes and drop them.
 	KeepBody bool
+	// Chunks asks a ChunkReporter to report the CMAF chunks of this media segment as
+	// they arrive (a low-latency live session); other transports ignore it.
+	Chunks bool
 }
 
 // Response is what a transport answers, or delivers unasked.
@@ -79,6 +82,12 @@ type Response struct {
 	Start, FirstByte, End time.Time
 	Protocol              string // "HTTP/1.1", "HTTP/2.0", ...
 	Pushed                bool   // delivered without a request
+	// Busy is, for a body that arrived as the origin made it (a low-latency chunked
+	// response), the time spent receiving it without the waits for the next chunk to
+	// be made, scaled to the whole body; 0 when not measured (Duration applies). The
+	// throughput estimate uses it, so a chunked download reads the network, not the
+	// rate the media is made at (as dash.js measures low-latency downloads by chunk).
+	Busy time.Duration
 }
 
 // Duration is the download time, request to last byte.

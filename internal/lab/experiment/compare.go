@@ -22,8 +22,8 @@ var DefaultCompareTransports = []string{"http1", "h2c", "h2", "h2push-init", "ws
 
 // CompareMetrics are the columns of the comparison, the player's JSON keys.
 var CompareMetrics = []string{
-	"startup_delay_ms", "latency_ms", "stall_count", "stall_ms", "avg_bitrate_kbps", "switches",
-	"requests", "overhead_bytes", "link_utilisation",
+	"startup_delay_ms", "latency_ms", "target_latency_ms", "stall_count", "stall_ms", "avg_bitrate_kbps", "switches",
+	"requests", "overhead_bytes", "link_utilisation", "chunk_appends",
 }
 
 // CompareOptions make a comparison scenario.
@@ -77,8 +77,8 @@ func CompareScenario(o CompareOptions) (*Scenario, error) {
 		Description: fmt.Sprintf("One live channel (2 s segments in %v chunks, a four-rung ladder with 64 kbit/s audio) "+
 			"played for %v by the headless player over each transport on the %s link (%s), %d time(s) each. "+
 			"Latency is wall-clock time minus the playhead's wall time, with the clock synchronised from the MPD's UTCTiming, "+
-			"the same definition for every transport. The headless player appends whole segments, so pull transports "+
-			"show segment-level latency even on the low-latency MPD.", o.Chunk, o.Duration, name, path, o.Repetitions),
+			"the same definition for every transport. The headless player appends each chunk as it arrives and steers "+
+			"to a target latency by playback rate: the MPD's ServiceDescription for pull, the browser page's rule for WebSocket push.", o.Chunk, o.Duration, name, path, o.Repetitions),
 		Content: Content{
 			Synthetic: "16s", SegmentDuration: Duration(2 * time.Second),
 			Ladder: "180p:100k,360p:400k,540p:800k,720p:1500k", AudioBitrate: "64k", Preset: "ultrafast",

@@ -36,18 +36,32 @@ func Load(ctx context.Context, fetch player.FetcherFunc, manifestURL string, now
 }
 
 type mpdXML struct {
-	XMLName    xml.Name    `xml:"MPD"`
-	Type       string      `xml:"type,attr"`
-	AST        string      `xml:"availabilityStartTime,attr"`
-	MPDur      string      `xml:"mediaPresentationDuration,attr"`
-	MUP        string      `xml:"minimumUpdatePeriod,attr"`
-	TSBD       string      `xml:"timeShiftBufferDepth,attr"`
-	SPD        string      `xml:"suggestedPresentationDelay,attr"`
-	MaxSegDur  string      `xml:"maxSegmentDuration,attr"`
-	BaseURLs   []string    `xml:"BaseURL"`
-	Periods    []periodXML `xml:"Period"`
-	UTCTimings []utcTiming `xml:"UTCTiming"`
-	Locations  []string    `xml:"Location"`
+	XMLName    xml.Name     `xml:"MPD"`
+	Type       string       `xml:"type,attr"`
+	AST        string       `xml:"availabilityStartTime,attr"`
+	MPDur      string       `xml:"mediaPresentationDuration,attr"`
+	MUP        string       `xml:"minimumUpdatePeriod,attr"`
+	TSBD       string       `xml:"timeShiftBufferDepth,attr"`
+	SPD        string       `xml:"suggestedPresentationDelay,attr"`
+	MaxSegDur  string       `xml:"maxSegmentDuration,attr"`
+	BaseURLs   []string     `xml:"BaseURL"`
+	Periods    []periodXML  `xml:"Period"`
+	UTCTimings []utcTiming  `xml:"UTCTiming"`
+	Locations  []string     `xml:"Location"`
+	Services   []serviceXML `xml:"ServiceDescription"`
+}
+
+// serviceXML is a ServiceDescription: latencies in milliseconds, rates as factors.
+type serviceXML struct {
+	Latency *struct {
+		Target *int64 `xml:"target,attr"`
+		Min    *int64 `xml:"min,attr"`
+		Max    *int64 `xml:"max,attr"`
+	} `xml:"Latency"`
+	Rate *struct {
+		Min *float64 `xml:"min,attr"`
+		Max *float64 `xml:"max,attr"`
+	} `xml:"PlaybackRate"`
 }
 
 type utcTiming struct {
@@ -208,6 +222,9 @@ func Parse(data []byte, manifestURL string, now time.Time) (*player.Manifest, er
 	}
 	if len(x.Periods) == 0 {
 		return nil, bad("no Period")
+	}
+	if len(x.Services) > 0 {
+		m.ServiceDescription = serviceDescription(x.Services[0])
 	}
 
 	// Period starts: @start, or the end of the previous period.
@@ -503,4 +520,29 @@ func ParseDuration(s string) (time.Duration, error) {
 		d = -d
 	}
 	return d, nil
+}
+
+// serviceDescription keeps the sane values of a ServiceDescription: latencies from
+// 0 to an hour, rates from 0.5 to 2 with min ≤ 1 ≤ max (others are left out, so the
+// player's defaults apply).
+func serviceDescription(x serviceXML) *player.ServiceDescription {
+	sd := &player.ServiceDescription{}
+	ms := func(v *int64) time.Duration {
+		if v == nil || *v <= 0 || *v > 3_600_000 {
+			return 0
+		}
+		return time.Duration(*v) * time.Millisecond
+	}
+	if l := x.Latency; l != nil {
+		sd.TargetLatency, sd.MinLatency, sd.MaxLatency = ms(l.Target), ms(l.Min), ms(l.Max)
+	}
+	if r := x.Rate; r != nil {
+		if r.Min != nil && *r.Min >= 0.5 && *r.Min <= 1 {
+			sd.MinPlaybackRate = *r.Min
+		}
+		if r.Max != nil && *r.Max >= 1 && *r.Max <= 2 {
+			sd.MaxPlaybackRate = *r.Max
+		}
+	}
+	return sd
 }

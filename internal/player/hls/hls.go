@@ -11,9 +11,13 @@
 // the only numbering that stays put as the window slides — with live latency then
 // measured against the time the first playlist was loaded.
 //
+// Low-latency HLS: the player does not request parts; it asks for the segment in
+// progress (and the next) whole and takes it chunk by chunk from a chunked response,
+// at PART-HOLD-BACK behind the edge (see lowLatency and inProgressURI).
+//
 // Not supported: EXT-X-BYTERANGE, encryption (EXT-X-KEY), MPEG-TS segments (the
-// player never decodes, so they download, but EXT-X-MAP is expected for fMP4), LL-HLS
-// parts, I-frame playlists. A reload fetches every media playlist, where players
+// player never decodes, so they download, but EXT-X-MAP is expected for fMP4), part
+// requests, blocking playlist reloads, I-frame playlists. A reload fetches every media playlist, where players
 // reload only those they play: request counts of live HLS sessions are higher.
 package hls
 
@@ -182,7 +186,49 @@ func (l *loader) load(ctx context.Context, fetch player.FetcherFunc, u string, n
 			}
 		}
 	}
+	if m.Live && hasPDT {
+		lowLatency(m, playlists, source)
+	}
 	return m, nil
+}
+
+// lowLatency adds, when every media playlist is low-latency HLS with a segment in
+// progress, that segment and the one after it to each representation's list (the
+// next one available from its start: asked for then, the origin answers as it is
+// made), and the playlists' PART-HOLD-BACK as the target latency — the latency hls.js
+// plays low-latency HLS at. Then the player takes the segments chunk by chunk as it
+// does low-latency DASH.
+func lowLatency(m *player.Manifest, playlists map[string]*MediaPlaylist, source map[*player.Representation]string) {
+	var hold time.Duration
+	for _, mp := range playlists {
+		if mp.PartTarget <= 0 || mp.InProgress == nil || mp.InProgress.ProgramDate.IsZero() {
+			return
+		}
+		hold = max(hold, mp.PartHoldBack)
+	}
+	if hold <= 0 {
+		return
+	}
+	for _, set := range m.Sets {
+		for _, r := range set.Representations {
+			mp := playlists[source[r]]
+			cur := *mp.InProgress
+			next, ok := inProgressURI(cur, cur.Sequence+1)
+			start := cur.ProgramDate.Sub(m.AvailabilityStart)
+			list := r.Index.List
+			if n := len(list); n > 0 && list[n-1].End() > start+time.Millisecond {
+				return // overlapping dates: not a list to extend
+			}
+			list = append(list, player.Segment{Number: cur.Sequence, URL: cur.URI, Start: start, Duration: cur.Duration, Time: uint64(start / time.Millisecond)})
+			if ok {
+				ns := start + cur.Duration
+				list = append(list, player.Segment{Number: cur.Sequence + 1, URL: next, Start: ns, Duration: cur.Duration,
+					Time: uint64(ns / time.Millisecond), AvailableAt: m.AvailabilityStart.Add(ns)})
+			}
+			r.Index.List = list
+		}
+	}
+	m.ServiceDescription = &player.ServiceDescription{TargetLatency: hold, Source: "part-hold-back"}
 }
 
 func get(ctx context.Context, fetch player.FetcherFunc, u string) ([]byte, error) {
@@ -318,6 +364,12 @@ type MediaPlaylist struct {
 	EndList        bool
 	HoldBack       time.Duration // EXT-X-SERVER-CONTROL HOLD-BACK
 	Segments       []MediaSegment
+	// Low-latency HLS: EXT-X-PART-INF PART-TARGET, EXT-X-SERVER-CONTROL
+	// PART-HOLD-BACK, and the segment in progress — the one whose parts follow the
+	// last complete segment — when its URI can be told (see inProgressURI).
+	PartTarget   time.Duration
+	PartHoldBack time.Duration
+	InProgress   *MediaSegment
 }
 
 func (mp *MediaPlaylist) hasPDT() bool {
@@ -335,10 +387,11 @@ func ParseMedia(data []byte, u string) (*MediaPlaylist, error) {
 	}
 	mp := &MediaPlaylist{}
 	var (
-		dur time.Duration
-		inf bool
-		pdt time.Time
-		seq uint64
+		dur   time.Duration
+		inf   bool
+		pdt   time.Time
+		seq   uint64
+		parts int // EXT-X-PART and part hint lines since the last segment
 	)
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -376,11 +429,23 @@ func ParseMedia(data []byte, u string) (*MediaPlaylist, error) {
 		case tag == "#EXT-X-PLAYLIST-TYPE":
 			// VOD lists end with EXT-X-ENDLIST anyway; EVENT grows like live.
 		case tag == "#EXT-X-SERVER-CONTROL":
-			if hb := attrs(val)["HOLD-BACK"]; hb != "" {
+			a := attrs(val)
+			if hb := a["HOLD-BACK"]; hb != "" {
 				if d, ok := tagDuration(hb, true); ok {
 					mp.HoldBack = d
 				}
 			}
+			if hb := a["PART-HOLD-BACK"]; hb != "" {
+				if d, ok := tagDuration(hb, true); ok {
+					mp.PartHoldBack = d
+				}
+			}
+		case tag == "#EXT-X-PART-INF":
+			if d, ok := tagDuration(attrs(val)["PART-TARGET"], true); ok {
+				mp.PartTarget = d
+			}
+		case tag == "#EXT-X-PART", tag == "#EXT-X-PRELOAD-HINT" && attrs(val)["TYPE"] == "PART":
+			parts++ // a hint alone: the next segment's first part is on its way
 		case tag == "#EXT-X-BYTERANGE":
 			return nil, bad("EXT-X-BYTERANGE is not supported")
 		case tag == "#EXT-X-PROGRAM-DATE-TIME":
@@ -413,7 +478,7 @@ func ParseMedia(data []byte, u string) (*MediaPlaylist, error) {
 			}
 			mp.Segments = append(mp.Segments, s)
 			seq++
-			inf = false
+			inf, parts = false, 0
 			if len(mp.Segments) > 1<<18 {
 				return nil, bad("more than %d segments", 1<<18)
 			}
@@ -428,7 +493,33 @@ func ParseMedia(data []byte, u string) (*MediaPlaylist, error) {
 	if len(mp.Segments) == 0 && mp.EndList {
 		return nil, bad("no segments")
 	}
+	if n := len(mp.Segments); parts > 0 && !mp.EndList && n > 0 {
+		if u, ok := inProgressURI(mp.Segments[n-1], seq); ok {
+			mp.InProgress = &MediaSegment{Sequence: seq, URI: u, Duration: mp.TargetDuration, ProgramDate: pdt}
+		}
+	}
 	return mp, nil
+}
+
+// inProgressURI is the URI of segment seq, told from the URI of the segment before it
+// when that one names its own sequence number once in its last path element
+// ("…/1041.m4s" → "…/1042.m4s"), as Streambed's origin (and many packagers) name
+// segments. LL-HLS lists a segment in progress only by its parts; the headless player
+// asks for the whole segment instead, which an origin serving low-latency DASH from
+// the same segments answers as a chunked response that grows as the parts are made.
+// ok is false when the URI cannot be told.
+func inProgressURI(prev MediaSegment, seq uint64) (string, bool) {
+	dir, file := path.Split(prev.URI)
+	num := strconv.FormatUint(prev.Sequence, 10)
+	if strings.Count(file, num) != 1 || strings.Contains(dir, "?") {
+		return "", false
+	}
+	i := strings.Index(file, num)
+	// The number must stand alone, not be part of a longer one.
+	if i > 0 && file[i-1] >= '0' && file[i-1] <= '9' || i+len(num) < len(file) && file[i+len(num)] >= '0' && file[i+len(num)] <= '9' {
+		return "", false
+	}
+	return dir + file[:i] + strconv.FormatUint(seq, 10) + file[i+len(num):], true
 }
 
 // attrs parses an attribute list: KEY=VALUE,KEY="quoted, with commas".

@@ -72,7 +72,16 @@ type Report struct {
 	LatencyMaxMS  *float64 `json:"latency_max_ms,omitempty"`
 	LatencyEndMS  *float64 `json:"latency_end_ms,omitempty"`
 	ClockOffsetMS float64  `json:"clock_offset_ms"` // server minus local clock, from UTCTiming
-	ClockSource   string   `json:"clock_source,omitempty"`
+	// Low-latency live (chunk-level buffering): the latency the player steered to at the
+	// end, where it came from (service-description, push-rule, live-delay), how many
+	// chunks were appended before their segment was complete, and the playback rates
+	// used while steering.
+	TargetLatencyMS *float64 `json:"target_latency_ms,omitempty"`
+	TargetSource    string   `json:"target_source,omitempty"`
+	ChunkAppends    int      `json:"chunk_appends,omitempty"`
+	PlaybackRateMin *float64 `json:"playback_rate_min,omitempty"`
+	PlaybackRateMax *float64 `json:"playback_rate_max,omitempty"`
+	ClockSource     string   `json:"clock_source,omitempty"`
 	// ClockSlackMS is how far ClockOffsetMS may be from the truth: half the round trip
 	// of the UTCTiming request (the server stamped its time somewhere inside it). Null
 	// when the source was not a request.
@@ -272,6 +281,33 @@ func (r *Recorder) Latency(d time.Duration) {
 	r.r.LatencyEndMS = ptr(v)
 }
 
+// LowLatency records the target latency the player steers to and where it came from.
+func (r *Recorder) LowLatency(target time.Duration, source string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.r.TargetLatencyMS = ptr(round3(ms(target)))
+	r.r.TargetSource = source
+}
+
+// ChunkAppended counts media appended before its segment was complete.
+func (r *Recorder) ChunkAppended() {
+	r.mu.Lock()
+	r.r.ChunkAppends++
+	r.mu.Unlock()
+}
+
+// PlaybackRate records a playback rate used while steering the latency.
+func (r *Recorder) PlaybackRate(rate float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.r.PlaybackRateMin == nil || rate < *r.r.PlaybackRateMin {
+		r.r.PlaybackRateMin = ptr(round3(rate))
+	}
+	if r.r.PlaybackRateMax == nil || rate > *r.r.PlaybackRateMax {
+		r.r.PlaybackRateMax = ptr(round3(rate))
+	}
+}
+
 // Sample appends a time-series point taken at t.
 func (r *Recorder) Sample(t time.Time, buffer time.Duration, bps int, state string, latency *time.Duration) {
 	r.mu.Lock()
@@ -385,7 +421,18 @@ func (rep *Report) WriteSummary(w io.Writer) {
 		}
 		p("  latency:      %.0f ms mean (min %.0f, max %.0f, end %.0f); clock offset %.0f ms via %s",
 			*rep.LatencyMS, deref(rep.LatencyMinMS), deref(rep.LatencyMaxMS), deref(rep.LatencyEndMS), off, orNone(rep.ClockSource))
+		if rep.TargetLatencyMS != nil {
+			p("  low latency:  target %.0f ms (%s), %d chunks appended, playback rate %.3f–%.3f",
+				*rep.TargetLatencyMS, rep.TargetSource, rep.ChunkAppends, derefOr(rep.PlaybackRateMin, 1), derefOr(rep.PlaybackRateMax, 1))
+		}
 	}
+}
+
+func derefOr(v *float64, d float64) float64 {
+	if v == nil {
+		return d
+	}
+	return *v
 }
 
 func deref(p *float64) float64 {

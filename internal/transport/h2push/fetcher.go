@@ -45,11 +45,12 @@ type FetcherOptions struct {
 // otherwise sends a request. Complete pushes are also delivered unasked, paced to
 // playback. A claimed push comes back with Response.Pushed set.
 type Fetcher struct {
-	c    *pushclient.Client
-	opts FetcherOptions
-	dl   chan player.Delivery
-	stop chan struct{}
-	wg   sync.WaitGroup
+	chunks chunkScans // chunk reports for the player (chunks.go)
+	c      *pushclient.Client
+	opts   FetcherOptions
+	dl     chan player.Delivery
+	stop   chan struct{}
+	wg     sync.WaitGroup
 
 	mu       sync.Mutex
 	closed   bool
@@ -97,6 +98,7 @@ func NewFetcher(o FetcherOptions) (*Fetcher, error) {
 	f := &Fetcher{opts: o, dl: make(chan player.Delivery, 48), stop: make(chan struct{}),
 		kinds: map[string]media.Kind{}, paceBase: map[media.Kind]uint64{}, inits: map[string]int64{}}
 	o.Client.OnPush = f.onPush
+	o.Client.OnData = f.onData
 	f.c = pushclient.New(o.Client)
 	f.wg.Add(1)
 	go f.pacer()
@@ -241,6 +243,9 @@ func (f *Fetcher) Fetch(ctx context.Context, req player.SegmentRequest) (*player
 		f.mu.Unlock()
 	}
 	resp := toResponse(s)
+	if req.Chunks {
+		resp.Busy = s.Busy() // a low-latency response that came as it was made
+	}
 	if req.KeepBody {
 		resp.Body = s.Body
 	}

@@ -82,6 +82,9 @@ type Client struct {
 	wire  netutil.Counter // every connection's bytes
 	proto atomic.Value    // string: the last negotiated protocol
 
+	sink   atomic.Pointer[func(player.Chunk)] // chunk reports (chunks.go); nil: none
+	tracks sync.Map                           // track ID → cmaf.Init, from init segments (chunks.go)
+
 	mu      sync.Mutex // guards the HPACK estimators
 	reqEnc  *hpack.Encoder
 	respEnc *hpack.Encoder
@@ -210,6 +213,10 @@ func (c *Client) Fetch(ctx context.Context, req player.SegmentRequest) (*player.
 		if err == nil && out.PayloadBytes > c.opts.MaxBodyBytes {
 			err = fmt.Errorf("body larger than %d bytes", c.opts.MaxBodyBytes)
 		}
+	} else if sink := c.sink.Load(); sink != nil && req.Kind == player.RequestMedia && req.Chunks {
+		out.PayloadBytes, out.Busy, err = c.readChunks(resp.Body, req, *sink)
+	} else if sink != nil && req.Kind == player.RequestInit && req.TrackID != "" {
+		out.PayloadBytes, err = c.readInit(resp.Body, req.TrackID)
 	} else {
 		out.PayloadBytes, err = io.Copy(io.Discard, resp.Body)
 	}

@@ -82,6 +82,8 @@ type PlayerTransport struct {
 	done     sync.WaitGroup
 	closed   bool
 	events   []Message // switch, skip and adapt messages
+	// chunkSink receives a report per pushed chunk (chunks.go); nil: none.
+	chunkSink func(player.Chunk)
 }
 
 type repInfo struct {
@@ -472,6 +474,7 @@ func (t *PlayerTransport) receive(c *Client) {
 		}
 	}()
 	asm := NewAssembler(&c.Ready)
+	meter := newChunkMeter(&c.Ready)
 	for {
 		m, err := c.Next(ctx)
 		if err != nil {
@@ -494,6 +497,9 @@ func (t *PlayerTransport) receive(c *Client) {
 			continue
 		}
 		t.pushed.Add(int64(len(m.Frame.Payload)))
+		if ch, ok := meter.add(m.Frame); ok {
+			t.reportChunk(c, ch, m.At)
+		}
 		segs, err := asm.AddAll(m.Frame, m.At)
 		if err != nil {
 			continue

@@ -57,6 +57,11 @@ type Options struct {
 	// Give settles that race) and Ungive if the handover then fails; it returns
 	// whether it took it. Pushes not taken stay in the cache for a request to claim.
 	OnPush func(*Stream) bool
+	// OnData is called (from the connection's reader, so it must not block) with the
+	// payload of every DATA frame of a stream as it arrives — requests and pushes — and
+	// end set on the last; data is valid only during the call. A player uses it to
+	// take CMAF chunks of a segment still arriving.
+	OnData func(s *Stream, data []byte, end bool)
 	// Query is added to the query of every request sent (not to the URLs pushes are
 	// claimed by): "push=k5" keeps a session's strategy on every connection.
 	Query string
@@ -305,6 +310,11 @@ type Stream struct {
 	// Regiven says a request claimed a push that OnPush had already taken.
 	Regiven bool
 
+	// Bursts of DATA (frames under BurstGap apart): their bytes and time, for the
+	// receiving time of a body the origin sent as it made it (see Busy).
+	lastData              time.Time
+	burstBytes, burstTime int64 // bytes, nanoseconds
+
 	done    chan struct{}
 	err     error
 	buf     bytes.Buffer
@@ -323,6 +333,23 @@ func (s *Stream) Err() error { return s.err }
 
 // Len is the body bytes received so far.
 func (s *Stream) Len() int64 { return s.n.Load() }
+
+// BurstGap is the longest pause between two DATA frames of one burst: a longer one is
+// the origin making the next chunk of a low-latency response, not the network.
+const BurstGap = 15 * time.Millisecond
+
+// minBurstBytes: less in bursts measures nothing (each chunk in one frame).
+const minBurstBytes = 8 << 10
+
+// Busy is the time the body took at the rate of its bursts of DATA frames — its
+// receiving time without the origin's pauses between chunks — or 0 when the bursts
+// held too little to say (after Done).
+func (s *Stream) Busy() time.Duration {
+	if s.burstBytes < minBurstBytes || s.burstTime < int64(time.Millisecond) || len(s.Body) == 0 {
+		return 0
+	}
+	return time.Duration(float64(s.burstTime) * float64(len(s.Body)) / float64(s.burstBytes))
+}
 
 // errRetry marks a request that never started on a dying connection.
 var errRetry = errors.New("connection closed before the request started")
@@ -873,9 +900,15 @@ func (cc *Conn) onData(f *http2.DataFrame) error {
 	}
 	var overflow bool
 	if s != nil {
+		now := time.Now()
 		if s.FirstByte.IsZero() {
-			s.FirstByte = time.Now()
+			s.FirstByte = now
 		}
+		if gap := now.Sub(s.lastData); !s.lastData.IsZero() && gap < BurstGap && len(data) > 0 {
+			s.burstBytes += int64(len(data))
+			s.burstTime += int64(gap)
+		}
+		s.lastData = now
 		s.n.Add(int64(len(data)))
 		s.Frames++
 		if int64(s.buf.Len()+len(data)) > cc.c.opts.MaxBodyBytes {
@@ -915,6 +948,9 @@ func (cc *Conn) onData(f *http2.DataFrame) error {
 	if overflow {
 		cc.rst(s, http2.ErrCodeCancel)
 		return nil
+	}
+	if h := cc.c.opts.OnData; h != nil {
+		h(s, data, f.StreamEnded())
 	}
 	if f.StreamEnded() {
 		cc.finish(s, nil)
