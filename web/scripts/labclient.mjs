@@ -187,7 +187,16 @@ async function main() {
     const net = await watchNetwork(page);
     const cpu0 = cpuTimes();
     await page.goto(o.page, { waitUntil: 'load', timeout: o.startTimeout * 1000 });
-    const stats = () => page.evaluate(() => ({ ...window.streambed.stats(), ended: document.querySelector('video')?.ended ?? false }));
+    // An on-demand stream has ended when the playhead is at the media's end: dash.js
+    // over HTTP/2 sometimes leaves the element waiting there without an 'ended' event
+    // (seen in 3 of 8 runs of experiments/h2-pull-dashjs.yaml), which would otherwise
+    // count minutes of nothing as session time.
+    const stats = () =>
+      page.evaluate((live) => {
+        const v = document.querySelector('video');
+        const atEnd = !live && v != null && Number.isFinite(v.duration) && v.duration > 0 && v.currentTime >= v.duration - 0.1;
+        return { ...window.streambed.stats(), ended: v?.ended ?? false, atEnd, endedEvent: v?.ended ?? false };
+      }, live);
     // The session starts when the page creates its player (after its stream list), as
     // the headless player's starts before its manifest request: page load is not in it.
     await page.waitForFunction(() => window.streambed?.stats?.().player != null, null, { timeout: o.startTimeout * 1000, polling: 20 });
@@ -211,8 +220,9 @@ async function main() {
         endReason = 'error';
         break;
       }
-      if (s.ended) {
+      if (s.ended || s.atEnd) {
         endReason = 'ended';
+        report.ended_event = s.endedEvent;
         break;
       }
       if (s.startupMs == null && el > o.startTimeout) {
