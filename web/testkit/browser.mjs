@@ -24,7 +24,7 @@ const FLAGS = [
 ];
 
 /** Launches Chromium with a fresh profile; close() also removes the profile. */
-export async function launchBrowser({ viewport = { width: 1280, height: 900 } } = {}) {
+export async function launchBrowser({ viewport = { width: 1280, height: 900 }, args = [] } = {}) {
   if (!existsSync(CHROMIUM_PATH)) {
     throw new Error(`Chromium not found at ${CHROMIUM_PATH} (apt-get install chromium, or set CHROMIUM_PATH)`);
   }
@@ -32,7 +32,7 @@ export async function launchBrowser({ viewport = { width: 1280, height: 900 } } 
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM_PATH,
     headless: true,
-    args: FLAGS,
+    args: [...FLAGS, ...args],
     viewport,
   });
   return {

@@ -20,6 +20,13 @@ import (
 // and ParS (N chosen by its model).
 var DefaultCompareTransports = []string{"http1", "h2c", "h2", "h2push-init", "ws", "pars"}
 
+// DefaultBrowserCompareTransports are the same transports for browser clients, with
+// hls.js over HTTP/1.1 and HTTP/2 added: the browser plays http1 and h2 with dash.js
+// (LL-DASH on this channel), hls and hls-h2 with hls.js (LL-HLS), ws with the page's
+// WebSocket push player; h2c, push and ParS are listed in the report as not playable
+// by a browser.
+var DefaultBrowserCompareTransports = append(append([]string(nil), DefaultCompareTransports...), "hls", "hls-h2")
+
 // CompareMetrics are the columns of the comparison, the player's JSON keys.
 var CompareMetrics = []string{
 	"startup_delay_ms", "latency_ms", "target_latency_ms", "stall_count", "stall_ms", "avg_bitrate_kbps", "switches",
@@ -38,6 +45,8 @@ type CompareOptions struct {
 	// so the $Number$ MPD is low-latency DASH and push sends one chunk per frame).
 	Chunk       time.Duration
 	Repetitions int
+	// Clients is headless (the default) or browser (ClientBrowser).
+	Clients string
 }
 
 // CompareScenario builds the comparison's scenario.
@@ -45,8 +54,18 @@ func CompareScenario(o CompareOptions) (*Scenario, error) {
 	if o.ProfileDir == "" {
 		o.ProfileDir = filepath.Join("experiments", "profiles")
 	}
+	switch o.Clients {
+	case "", ClientHeadless:
+		o.Clients = ClientHeadless
+	case ClientBrowser:
+	default:
+		return nil, fmt.Errorf("clients %q: want %s or %s", o.Clients, ClientHeadless, ClientBrowser)
+	}
 	if len(o.Transports) == 0 {
 		o.Transports = DefaultCompareTransports
+		if o.Clients == ClientBrowser {
+			o.Transports = DefaultBrowserCompareTransports
+		}
 	}
 	if o.Duration <= 0 {
 		o.Duration = 30 * time.Second
@@ -71,14 +90,21 @@ func CompareScenario(o CompareOptions) (*Scenario, error) {
 	}
 	network := *doc.Content[0]
 	stripKeys(&network, "name", "description") // the scenario's own; the link fields stay
+	player := "the headless player"
+	how := "The headless player appends each chunk as it arrives and steers to a target latency by playback rate: " +
+		"the MPD's ServiceDescription for pull, the browser page's rule for WebSocket push."
+	if o.Clients == ClientBrowser {
+		player = "headless Chromium with the player page (dash.js, hls.js or WebSocket push, by transport)"
+		how = "In the browser, latency is the page's (its origin clock minus the playhead's wall time), " +
+			"the median after the first quarter of the session; requests and media bytes are Chromium's own count (DevTools)."
+	}
 	s := &Scenario{
 		Name:  "compare-" + name,
 		Title: fmt.Sprintf("Every transport on one link (%s)", name),
 		Description: fmt.Sprintf("One live channel (2 s segments in %v chunks, a four-rung ladder with 64 kbit/s audio) "+
-			"played for %v by the headless player over each transport on the %s link (%s), %d time(s) each. "+
-			"Latency is wall-clock time minus the playhead's wall time, with the clock synchronised from the MPD's UTCTiming, "+
-			"the same definition for every transport. The headless player appends each chunk as it arrives and steers "+
-			"to a target latency by playback rate: the MPD's ServiceDescription for pull, the browser page's rule for WebSocket push.", o.Chunk, o.Duration, name, path, o.Repetitions),
+			"played for %v by %s over each transport on the %s link (%s), %d time(s) each. "+
+			"Latency is wall-clock time minus the playhead's wall time, with the clock synchronised from the origin's UTCTiming source, "+
+			"the same definition for every transport. %s", o.Chunk, o.Duration, player, name, path, o.Repetitions, how),
 		Content: Content{
 			Synthetic: "16s", SegmentDuration: Duration(2 * time.Second),
 			Ladder: "180p:100k,360p:400k,540p:800k,720p:1500k", AudioBitrate: "64k", Preset: "ultrafast",
@@ -86,9 +112,13 @@ func CompareScenario(o CompareOptions) (*Scenario, error) {
 		Network:     network,
 		Matrix:      Matrix{{Name: "transport", Values: o.Transports}},
 		Repetitions: o.Repetitions,
-		Play:        Play{Duration: Duration(o.Duration), Live: true, Chunk: Duration(o.Chunk), Timeout: Duration(o.Duration + 2*time.Minute)},
+		Play:        Play{Duration: Duration(o.Duration), Live: true, Chunk: Duration(o.Chunk), Timeout: Duration(o.Duration + 2*time.Minute), Client: o.Clients},
 		Metrics:     CompareMetrics,
 		Plot:        Plot{X: "transport"},
+	}
+	if o.Clients == ClientBrowser {
+		s.Name += "-browser"
+		s.Title = fmt.Sprintf("Every transport on one link, in a browser (%s)", name)
 	}
 	return s, s.Validate()
 }

@@ -68,7 +68,11 @@ func (r *Results) writeCSV(buf *bytes.Buffer) error {
 				row = append(row, "")
 			}
 		}
-		row = append(row, run.Error)
+		if run.Skipped != "" {
+			row = append(row, run.Skipped)
+		} else {
+			row = append(row, run.Error)
+		}
 		if err := w.Write(row); err != nil {
 			return err
 		}
@@ -134,8 +138,16 @@ func (r *Results) HTML() ([]byte, error) {
 		sections = append(sections, sec)
 	}
 	ok, failed := 0, 0
-	var failures []Run
+	var failures, skipped []Run
+	seenSkip := map[string]bool{}
 	for _, run := range r.Runs {
+		if run.Skipped != "" {
+			if !seenSkip[run.Key] {
+				seenSkip[run.Key] = true
+				skipped = append(skipped, run)
+			}
+			continue
+		}
 		if run.Error == "" {
 			ok++
 		} else {
@@ -145,7 +157,7 @@ func (r *Results) HTML() ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	err := reportTmpl.Execute(&buf, map[string]any{
-		"R": r, "S": s, "Sections": sections, "OK": ok, "Failed": failed, "Failures": failures,
+		"R": r, "S": s, "Sections": sections, "OK": ok, "Failed": failed, "Failures": failures, "Skipped": skipped,
 		"Series": r.timeSeries(), "Duration": r.Finished.Sub(r.Started).Round(time.Second),
 	})
 	return buf.Bytes(), err
@@ -294,7 +306,7 @@ code{background:#f3f3f3;padding:0 .2rem}
 </style></head><body>
 <h1>{{.S.Title}}</h1>
 <p class="meta">Scenario <code>{{.S.Name}}</code>{{if .S.Reference}} · reproduces {{.S.Reference}}{{end}}<br>
-{{.R.Started.Format "2006-01-02 15:04 UTC"}} · {{.Duration}} · {{.OK}} runs ok, {{.Failed}} failed · netem backend <code>{{.R.Backend}}</code> · host {{.R.Host}}<br>
+{{.R.Started.Format "2006-01-02 15:04 UTC"}} · {{.Duration}} · {{.OK}} runs ok, {{.Failed}} failed{{if .Skipped}}, {{len .Skipped}} cell(s) not played{{end}} ·{{if .S.Play.Client}} client <code>{{.S.Play.Client}}</code> ·{{end}} netem backend <code>{{.R.Backend}}</code> · host {{.R.Host}}<br>
 Command: <code>{{.R.Command}}</code></p>
 {{if .S.Description}}<p>{{.S.Description}}</p>{{end}}
 <p class="meta">Each cell ran {{.S.Repetitions}} time(s). Tables give the median, mean ± standard deviation and min–max; plots show medians with min–max whiskers. Published figures, where the scenario lists them, appear beside ours with the ratio ours ÷ published.</p>
@@ -307,6 +319,10 @@ Command: <code>{{.R.Command}}</code></p>
 {{end}}
 {{if .Series}}<h2>Buffer and bitrate over time (first repetition of each cell)</h2>
 <div class="charts">{{range .Series}}{{.Chart}}{{end}}</div>{{end}}
+{{if .Skipped}}<h2>Not played</h2>
+<table><tr><th>cell</th><th>why</th></tr>
+{{range .Skipped}}<tr><td>{{.Key}}</td><td style="text-align:left">{{.Skipped}}</td></tr>
+{{end}}</table>{{end}}
 {{if .Failures}}<h2>Failed runs</h2>
 {{range .Failures}}<p><b>{{.Key}}</b> rep {{.Rep}}</p><div class="err">{{.Error}}</div>{{end}}{{end}}
 </body></html>

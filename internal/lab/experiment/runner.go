@@ -31,6 +31,9 @@ type Options struct {
 	Log      *slog.Logger
 	// Limit runs only the first Limit runs (a smoke test); 0: all.
 	Limit int
+	// Browser clients (play.client: browser): node and web/scripts/labclient.mjs
+	// (default: "node" and LabClientScript).
+	Node, LabClient string
 }
 
 // Run is one player run in one cell.
@@ -40,7 +43,10 @@ type Run struct {
 	Rep     int            `json:"rep"`
 	Metrics map[string]any `json:"metrics,omitempty"` // the player's --json output
 	Error   string         `json:"error,omitempty"`
-	Seconds float64        `json:"seconds"` // wall time of the run
+	// Skipped says why the cell was not played (a transport the scenario's client
+	// cannot play); such a run is neither a result nor a failure.
+	Skipped string  `json:"skipped,omitempty"`
+	Seconds float64 `json:"seconds"` // wall time of the run
 }
 
 // Results are everything a scenario produced.
@@ -82,6 +88,7 @@ func Settle(ctx context.Context) error {
 
 // Execute runs every cell of s the scenario's number of times.
 func Execute(ctx context.Context, s *Scenario, opts Options) (*Results, error) {
+	var err error
 	if opts.Bin == "" {
 		self, err := os.Executable()
 		if err != nil {
@@ -91,6 +98,12 @@ func Execute(ctx context.Context, s *Scenario, opts Options) (*Results, error) {
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if s.Play.Client == ClientBrowser && opts.LabClient == "" {
+		// Before packaging and the network: a missing script is the user's to fix.
+		if opts.LabClient, err = LabClientScript(opts.Bin); err != nil {
+			return nil, err
+		}
 	}
 	res := NewResults(s)
 
@@ -140,6 +153,11 @@ func Execute(ctx context.Context, s *Scenario, opts Options) (*Results, error) {
 			}
 			key := s.Key(cell)
 			bar.update(done, key)
+			if why := s.browserSkip(cell); why != "" {
+				res.Runs = append(res.Runs, Run{Key: key, Cell: cell, Rep: rep, Skipped: why})
+				done++
+				continue
+			}
 			prof, err := s.CellProfile(cell)
 			if err != nil {
 				return nil, err
@@ -293,17 +311,24 @@ func WaitReachable(nw *netem.Network, host, addr string, timeout time.Duration) 
 	}
 }
 
-// playURL is the manifest URL for a cell, by transport.
-func (s *Scenario) playURL(server string, cell Cell) string {
-	name := AssetName(s.Content.SegmentDuration.D())
+// streamName is the stream a cell plays: the asset of its segment duration, or that
+// asset's live channel.
+func (s *Scenario) streamName(cell Cell) (name string, live bool) {
+	name = AssetName(s.Content.SegmentDuration.D())
 	if v, ok := cell["segment_duration"]; ok {
 		d, _ := time.ParseDuration(v)
 		name = AssetName(d)
 	}
-	path := layout.Manifest(false, name, layout.MPD)
 	if s.Play.Live {
-		path = layout.Manifest(true, "live-"+name, layout.MPD)
+		return "live-" + name, true
 	}
+	return name, false
+}
+
+// playURL is the manifest URL for a cell, by transport.
+func (s *Scenario) playURL(server string, cell Cell) string {
+	name, live := s.streamName(cell)
+	path := layout.Manifest(live, name, layout.MPD)
 	if tlsTransport(cell["transport"]) {
 		return fmt.Sprintf("https://%s:%d%s", server, httpsPort, path)
 	}
@@ -316,8 +341,12 @@ func tlsTransport(t string) bool {
 	return t == "h2" || t == "https" || strings.HasPrefix(t, "h2push-")
 }
 
-// runPlayer runs `streambed play --json` in the client host for one cell.
+// runPlayer runs the scenario's client in the client host for one cell: `streambed
+// play --json`, or a browser (runBrowser).
 func runPlayer(ctx context.Context, nw *netem.Network, s *Scenario, cell Cell, opts Options) Run {
+	if s.Play.Client == ClientBrowser {
+		return runBrowser(ctx, nw, s, cell, opts)
+	}
 	start := time.Now()
 	args := []string{opts.Bin, "play", s.playURL(nw.Server().String(), cell), "--json"}
 	if t := cell["transport"]; t != "" {
@@ -350,13 +379,7 @@ func runPlayer(ctx context.Context, nw *netem.Network, s *Scenario, cell Cell, o
 // env) in the client host within the scenario's play timeout, and reads its JSON
 // report into a Run; start is when the run began (for Seconds).
 func RunPlayer(ctx context.Context, nw *netem.Network, s *Scenario, start time.Time, args []string) Run {
-	timeout := s.Play.Timeout.D()
-	if timeout == 0 {
-		timeout = s.Play.Duration.D() + 2*time.Minute
-		if s.Play.Duration == 0 {
-			timeout = 10 * time.Minute
-		}
-	}
+	timeout := s.runTimeout()
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := nw.CommandContext(rctx, "client", args...)
@@ -375,6 +398,18 @@ func RunPlayer(ctx context.Context, nw *netem.Network, s *Scenario, start time.T
 		r.Error = fmt.Sprintf("player output is not JSON: %v: %s", err, Tail(stdout.String(), 5))
 	}
 	return r
+}
+
+// runTimeout bounds one run: play.timeout, or the duration + 2 min (10 min for a
+// whole on-demand asset).
+func (s *Scenario) runTimeout() time.Duration {
+	if t := s.Play.Timeout.D(); t > 0 {
+		return t
+	}
+	if s.Play.Duration == 0 {
+		return 10 * time.Minute
+	}
+	return s.Play.Duration.D() + 2*time.Minute
 }
 
 // CellProfile applies a cell's network parameters (rtt, delay, jitter, loss, rate)

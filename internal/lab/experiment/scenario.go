@@ -60,6 +60,11 @@ type Play struct {
 	Chunk Duration `yaml:"chunk"`
 	ABR   string   `yaml:"abr"`  // throughput, bba, bola, fixed:TRACK
 	Args  []string `yaml:"args"` // more `streambed play` flags
+	// Client is what plays: headless (`streambed play`, the default) or browser
+	// (headless Chromium with the player page: dash.js, hls.js or WebSocket push, by
+	// transport — BrowserCanPlay). A browser uses its player's own ABR; abr and args
+	// are the headless player's.
+	Client string `yaml:"client"`
 	// Timeout bounds one run (default: duration + 2 min).
 	Timeout Duration `yaml:"timeout"`
 }
@@ -178,6 +183,14 @@ func (s *Scenario) Validate() error {
 			return fmt.Errorf("matrix: %q is repeated or has no values", p.Name)
 		}
 		seen[p.Name] = true
+	}
+	switch s.Play.Client {
+	case "", ClientHeadless, ClientBrowser:
+	default:
+		return fmt.Errorf("play.client %q: want %s or %s", s.Play.Client, ClientHeadless, ClientBrowser)
+	}
+	if s.Play.Client == ClientBrowser && (s.Play.ABR != "" || len(s.Play.Args) > 0 || seen["abr"] || seen["connections"]) {
+		return fmt.Errorf("play.client browser: abr, connections and args are the headless player's; the browser's players choose renditions themselves")
 	}
 	if s.Content.KeepDuration && s.Play.Live {
 		return fmt.Errorf("content.keep_duration cannot be combined with play.live: a live channel loops its content")

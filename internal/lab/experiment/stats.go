@@ -69,6 +69,9 @@ func (r *Results) CellSummaries() map[string]map[string]Summary {
 	vals := map[string]map[string][]float64{}
 	failed := map[string]int{}
 	for _, run := range r.Runs {
+		if run.Skipped != "" {
+			continue // not played: no row
+		}
 		if vals[run.Key] == nil {
 			vals[run.Key] = map[string][]float64{}
 		}
