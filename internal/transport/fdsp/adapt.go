@@ -30,9 +30,9 @@ type adaptiveBP struct {
 	mu      sync.Mutex
 	auto    bool
 	bp      int
-	ceiling int // the lowest BP whose TCP part came late; above 100: none yet
-	onTime  int // reports in a row with the TCP part on time
-	wait    int // on-time reports before the ceiling rises a step
+	ceiling int  // the lowest BP whose TCP part came late; above 100: none yet
+	onTime  int  // reports in a row with the TCP part on time
+	wait    int  // on-time reports before the ceiling rises a step
 	probing bool // the ceiling rose: a late report now means the path is still bad
 	// given is the BP handed out per substream, in plan order from the first one
 	// (a resumed session's substreams keep counting, so a report after a reconnect
