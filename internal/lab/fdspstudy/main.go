@@ -49,6 +49,7 @@ type config struct {
 	cc        string
 	variants  string
 	reps      int
+	ref       bool  // Table 1: run all-TCP first as the PSNR reference even when not asked
 	bp        uint8 // Table 2's FDSP variant
 }
 
@@ -64,8 +65,9 @@ func main() {
 	flag.DurationVar(&c.length, "clip", 30*time.Second, "length of the clips")
 	flag.DurationVar(&c.substream, "substream", 5*time.Second, "substream length")
 	flag.StringVar(&c.cc, "cc", "cubic", "TCP congestion control on the server's listener (\"\": the system's)")
-	flag.StringVar(&c.variants, "variants", "", "Table 1: comma-separated variants (default all: tcp,udp,bp0,bp25,bp50,bp75,bp100,auto); tcp always runs first as the PSNR reference")
+	flag.StringVar(&c.variants, "variants", "", "Table 1: comma-separated variants (default all: tcp,udp,bp0,bp25,bp50,bp75,bp100,auto); tcp runs first as the PSNR reference unless -ref=false")
 	flag.IntVar(&c.reps, "reps", 1, "repetitions of each row")
+	flag.BoolVar(&c.ref, "ref", true, "Table 1: run all-TCP first as the PSNR reference even when -variants leaves it out")
 	flag.StringVar(&bitrates, "bitrates", "1000k,2000k,4000k", "Table 2: the slow clip's bitrates")
 	flag.IntVar(&bp, "bp", 50, "Table 2: FDSP's BP (255: adaptive)")
 	flag.Parse()

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/streambed/streambed/internal/fsutil"
 	"github.com/streambed/streambed/internal/lab/netem"
 	"github.com/streambed/streambed/internal/transport/fdsp"
 )
@@ -94,7 +96,7 @@ func table1(ctx context.Context, c config) error {
 			for _, ct := range cs {
 				var ref []byte
 				for _, v := range variants {
-					if c.variants != "" && !strings.Contains(","+c.variants+",", ","+v.Name+",") && v.Name != "tcp" {
+					if c.variants != "" && !strings.Contains(","+c.variants+",", ","+v.Name+",") && (v.Name != "tcp" || !c.ref) {
 						continue
 					}
 					log.Printf("RTT %s, rep %d, %s: %s", rtt, rep, ct.Name, v.Name)
@@ -119,6 +121,32 @@ func table1(ctx context.Context, c config) error {
 		l.Close()
 	}
 	table(os.Stdout, rows)
+	return bpTrace(c.out, rows, c.substream)
+}
+
+// bpTrace plots the BP of every adaptive run over the session, one chart per clip
+// (bp-trace-CLIP.svg), one line per RTT and repetition: each substream's BP from its
+// media start to its end. Lines are offset by 0.7 % each so equal traces stay visible.
+func bpTrace(out string, rows []Row, sub time.Duration) error {
+	byClip := map[string][]series{}
+	for _, r := range rows {
+		if r.Variant != "auto" || len(r.Stats.BPs) == 0 {
+			continue
+		}
+		off := 0.7 * float64(len(byClip[r.Clip]))
+		s := series{Name: fmt.Sprintf("%d ms #%d", r.RTTms, r.Rep)}
+		for k, bp := range r.Stats.BPs {
+			s.X = append(s.X, float64(k)*sub.Seconds(), float64(k+1)*sub.Seconds())
+			s.Y = append(s.Y, float64(bp)+off, float64(bp)+off)
+		}
+		byClip[r.Clip] = append(byClip[r.Clip], s)
+	}
+	for clip, ss := range byClip {
+		svg := timeChart("adaptive BP per substream, "+clip+" clip", "media s", "BP % (offset per line)", ss)
+		if err := fsutil.WriteFileAtomic(filepath.Join(out, "bp-trace-"+clip+".svg"), svg, 0o644); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -130,6 +158,6 @@ func table(f *os.File, rows []Row) {
 		if r.PSNR != nil {
 			ps = fmt.Sprintf("%.2f", *r.PSNR)
 		}
-		fmt.Fprintf(f, "| %s | %d | %d | %s | %.0f | %.0f (%d) | %.0f | %.3f | %.3f | %.3f | %d/%d | %s |\n", r.Clip, r.RTTms, r.Rep, r.Variant, r.BP, r.RebufferMS, r.RebufferCount, r.StartupMS, 100*r.PLR, 100*r.UDPLoss, r.Decodable, r.Frames, r.AUs, ps)
+		fmt.Fprintf(f, "| %s | %d | %d | %s | %.0f %v | %.0f (%d) | %.0f | %.3f | %.3f | %.3f | %d/%d | %s |\n", r.Clip, r.RTTms, r.Rep, r.Variant, r.BP, r.Stats.BPs, r.RebufferMS, r.RebufferCount, r.StartupMS, 100*r.PLR, 100*r.UDPLoss, r.Decodable, r.Frames, r.AUs, ps)
 	}
 }

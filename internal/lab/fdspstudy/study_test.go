@@ -1,0 +1,87 @@
+package main
+
+import (
+	"encoding/xml"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/streambed/streambed/internal/lab/netem"
+	"github.com/streambed/streambed/internal/transport/fdsp"
+)
+
+// The tests run in the package folder; the shipped profiles are two levels up.
+func TestMain(m *testing.M) {
+	if err := os.Chdir("../../.."); err != nil {
+		panic(err)
+	}
+	os.Exit(m.Run())
+}
+
+func TestTable2Links(t *testing.T) {
+	for _, tc := range []struct {
+		b         int
+		link      string
+		rate      string // the forward direction's
+		wantDelay netem.Duration
+	}{
+		{1_000_000, "dynamic", "schedule 1.5mbit/2s → 1mbit/2s", 25e6},
+		{2_000_000, "dynamic", "schedule 2.5mbit/2s → 2mbit/2s", 25e6},
+		{4_000_000, "dynamic", "schedule 6mbit/2s → 4mbit/2s", 25e6},
+		{1_000_000, "static", "1.25mbit", 25e6},
+		{4_000_000, "static", "5mbit", 25e6},
+		{2_000_000, "open", "unlimited", 25e6},
+	} {
+		p, err := table2Link(tc.link, tc.b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range []netem.Impairment{p.Forward, p.Reverse} {
+			got := m.Rate.String()
+			if m.Rate.IsZero() {
+				got = "unlimited"
+			}
+			if got != tc.rate {
+				t.Errorf("%d %s: rate %q, want %q", tc.b, tc.link, got, tc.rate)
+			}
+			if m.Delay != tc.wantDelay || m.Loss.MeanLoss() == 0 || m.Corrupt == 0 {
+				t.Errorf("%d %s: lost the study's delay or impairments: %s", tc.b, tc.link, m)
+			}
+		}
+	}
+	if _, err := table2Link("static", 3_000_000); err == nil {
+		t.Error("a bitrate without a study profile: no error")
+	}
+}
+
+func TestBufferStatsSkipsStartup(t *testing.T) {
+	st := fdsp.Stats{Samples: []fdsp.Sample{{T: 0, BufferS: 0, State: "startup"}, {T: 1, BufferS: 4, State: "playing"}, {T: 2, BufferS: 6, State: "playing"}, {T: 3, BufferS: 2, State: "stalled"}}}
+	m, sd, lo := bufferStats(st)
+	if m != 4 || lo != 2 || sd < 1.63 || sd > 1.64 {
+		t.Errorf("mean %v sd %v min %v: want 4, 1.633, 2", m, sd, lo)
+	}
+	if m, sd, lo := bufferStats(fdsp.Stats{}); m != 0 || sd != 0 || lo != 0 {
+		t.Errorf("no samples: %v %v %v", m, sd, lo)
+	}
+}
+
+func TestTimeChartIsWellFormedSVG(t *testing.T) {
+	b := timeChart("buffer <&>", "s", "buffer s", []series{{Name: "tcp", X: []float64{0, 0.5, 31}, Y: []float64{0, 3, 1}}, {Name: "auto"}})
+	d := xml.NewDecoder(strings.NewReader(string(b)))
+	n := 0
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			if err.Error() != "EOF" {
+				t.Fatalf("not XML: %v\n%s", err, b)
+			}
+			break
+		}
+		if e, ok := tok.(xml.StartElement); ok && e.Name.Local == "polyline" {
+			n++
+		}
+	}
+	if n != 2 || !strings.Contains(string(b), "buffer &lt;&amp;&gt;") {
+		t.Errorf("%d polylines (want 2), or the title is not escaped:\n%s", n, b)
+	}
+}
