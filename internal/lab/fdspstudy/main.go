@@ -26,6 +26,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -51,6 +52,7 @@ type config struct {
 	reps      int
 	ref       bool  // Table 1: run all-TCP first as the PSNR reference even when not asked
 	bp        uint8 // Table 2's FDSP variant
+	prepare   bool  // make the table's contents and stop
 }
 
 func main() {
@@ -70,6 +72,7 @@ func main() {
 	flag.BoolVar(&c.ref, "ref", true, "Table 1: run all-TCP first as the PSNR reference even when -variants leaves it out")
 	flag.StringVar(&bitrates, "bitrates", "1000k,2000k,4000k", "Table 2: the slow clip's bitrates")
 	flag.IntVar(&bp, "bp", 50, "Table 2: FDSP's BP (255: adaptive)")
+	flag.BoolVar(&c.prepare, "prepare", false, "only render and package the table's contents (into -cache; content.json in -out)")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
 	c.bp = uint8(bp)
@@ -102,10 +105,17 @@ func main() {
 	default:
 		err = fmt.Errorf("-table %d: want 1 or 2", c.table)
 	}
+	if errors.Is(err, errPrepared) {
+		log.Printf("contents ready in %s", c.cache)
+		return
+	}
 	if err != nil {
 		log.Fatal(err)
 	}
 }
+
+// errPrepared stops a -prepare run once the contents are made.
+var errPrepared = errors.New("contents prepared")
 
 // contents packages (or reuses) each clip at each bitrate and adds them to a hub;
 // content.json in out records what was streamed.
@@ -130,5 +140,11 @@ func contents(ctx context.Context, c config, clips []string, bitrates []int) (*h
 			cs = append(cs, ct)
 		}
 	}
-	return h, cs, fsutil.WriteJSONAtomic(c.out+"/content.json", cs, 0o644)
+	if err := fsutil.WriteJSONAtomic(c.out+"/content.json", cs, 0o644); err != nil {
+		return nil, nil, err
+	}
+	if c.prepare {
+		return nil, nil, errPrepared
+	}
+	return h, cs, nil
 }
