@@ -19,6 +19,7 @@
 //
 //	sudo go run ./internal/lab/fdspstudy -table 1 -out docs/results/fdsp/table1 -rtts 50ms,150ms,250ms
 //	sudo go run ./internal/lab/fdspstudy -table 2 -out docs/results/fdsp/table2
+//	go run ./internal/lab/fdspstudy -summarize docs/results/fdsp/table1,docs/results/fdsp/table2
 //
 // It writes results.json and results.csv in -out (after every run, so a long run
 // keeps what it has) and prints a Markdown table.
@@ -73,8 +74,15 @@ func main() {
 	flag.StringVar(&bitrates, "bitrates", "1000k,2000k,4000k", "Table 2: the slow clip's bitrates")
 	flag.IntVar(&bp, "bp", 50, "Table 2: FDSP's BP (255: adaptive)")
 	flag.BoolVar(&c.prepare, "prepare", false, "only render and package the table's contents (into -cache; content.json in -out)")
+	summ := flag.String("summarize", "", "print Markdown summaries (medians and ranges over repetitions) of these comma-separated result folders or files, and stop")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
+	if *summ != "" {
+		if err := summarize(os.Stdout, summaryFiles(*summ)); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	c.bp = uint8(bp)
 	for _, s := range strings.Split(rtts, ",") {
 		d, err := time.ParseDuration(strings.TrimSpace(s))
