@@ -85,3 +85,22 @@ func TestTimeChartIsWellFormedSVG(t *testing.T) {
 		t.Errorf("%d polylines (want 2), or the title is not escaped:\n%s", n, b)
 	}
 }
+
+func TestSummaryMediansAndCuts(t *testing.T) {
+	rows := []Row{
+		{Table: 1, Clip: "slow", RTTms: 150, Rep: 1, Variant: "tcp", RebufferMS: 10000, RebufferCount: 4},
+		{Table: 1, Clip: "slow", RTTms: 150, Rep: 1, Variant: "udp", RebufferMS: 500, RebufferCount: 1, PLR: 0.04},
+		{Table: 1, Clip: "slow", RTTms: 150, Rep: 1, Variant: "auto", RebufferMS: 800, RebufferCount: 1, PLR: 0.01, Stats: fdsp.Stats{BPs: []int{50, 50, 75}}},
+		{Table: 1, Clip: "slow", RTTms: 150, Rep: 2, Variant: "auto", RebufferMS: 1200, RebufferCount: 2, PLR: 0.02, Stats: fdsp.Stats{BPs: []int{50, 75, 75}}},
+		{Table: 1, Clip: "slow", RTTms: 150, Rep: 3, Variant: "auto", RebufferMS: 1000, RebufferCount: 1, PLR: 0.005, Stats: fdsp.Stats{BPs: []int{50, 50, 50}}},
+	}
+	var b strings.Builder
+	summary1(&b, rows)
+	want := "| slow | 150 | FDSP auto | 3 | 1000 (800–1200) | 1 (1–2) | 1000 (800–1200) | 90 % | 1.00 (0.50–2.00) | 75 % | 0.000 | — | 50,50,75 / 50,75,75 / 50,50,50 |"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("summary lacks\n%s\ngot\n%s", want, b.String())
+	}
+	if _, s := med([]Row{{RebufferMS: 1}, {RebufferMS: 3}}, func(r Row) float64 { return r.RebufferMS }, "%.0f"); s != "2 (1–3)" {
+		t.Errorf("median of two: %q", s)
+	}
+}
