@@ -92,7 +92,44 @@ func label(v string) string {
 	return "FDSP " + strings.TrimPrefix(v, "bp")
 }
 
+// optimalSlack is how far above the lowest PLR of the fixed BPs a BP may be and still
+// count as optimal (one repetition's PLR varies by about this much between runs).
+const optimalSlack = 1.5
+
+// optimalRange reads the fixed-BP rows of one clip and RTT: the BPs whose TCP part
+// kept up (no rebuffering after start-up, median) and whose median PLR is within
+// optimalSlack of the lowest. It returns them in order, or nil without fixed rows.
+func optimalRange(vs []*group) []int {
+	type fixed struct {
+		bp         int
+		plr, after float64
+	}
+	var fs []fixed
+	best := -1.0
+	for _, g := range vs {
+		var bp int
+		if _, err := fmt.Sscanf(g.key, "bp%d", &bp); err != nil {
+			continue
+		}
+		plr, _ := med(g.rows, func(r Row) float64 { return r.PLR }, "%f")
+		after, _ := med(g.rows, func(r Row) float64 { return r.RebufferMS - r.StartupMS }, "%f")
+		fs = append(fs, fixed{bp, plr, after})
+		if best < 0 || plr < best {
+			best = plr
+		}
+	}
+	var in []int
+	for _, f := range fs {
+		if f.after == 0 && f.plr <= optimalSlack*best {
+			in = append(in, f.bp)
+		}
+	}
+	slices.Sort(in)
+	return in
+}
+
 func summary1(w io.Writer, rows []Row) {
+	defer ranges(w, rows)
 	fmt.Fprintln(w, "| clip | RTT ms | variant | n | rebuffering ms | instances | after start-up ms | cut vs all-TCP | PLR % | cut vs all-UDP | decodable | PSNR dB | BPs |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, byRTT := range groupBy(rows, func(r Row) string { return fmt.Sprintf("%s %d", r.Clip, r.RTTms) }) {
@@ -139,6 +176,44 @@ func summary1(w io.Writer, rows []Row) {
 			fmt.Fprintf(w, "| %s | %d | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r0.Clip, r0.RTTms, label(g.key), len(g.rows),
 				rbs, ins, after, cutT, plrs, cutU, dec, psnrs, strings.Join(bps, " / "))
 		}
+	}
+	fmt.Fprintln(w)
+}
+
+// ranges prints, per clip and RTT, the optimal BP range of the fixed sweep and where
+// each adaptive run's last substream landed.
+func ranges(w io.Writer, rows []Row) {
+	fmt.Fprintf(w, "| clip | RTT ms | optimal BPs (no rebuffering after start-up, PLR within %.1f× the lowest) | adaptive: last substream's BP per run | in range |\n", optimalSlack)
+	fmt.Fprintln(w, "|---|---|---|---|---|")
+	for _, byRTT := range groupBy(rows, func(r Row) string { return fmt.Sprintf("%s %d", r.Clip, r.RTTms) }) {
+		vs := groupBy(byRTT.rows, func(r Row) string { return r.Variant })
+		opt := optimalRange(vs)
+		var last []string
+		in := 0
+		n := 0
+		for _, g := range vs {
+			if g.key != "auto" {
+				continue
+			}
+			for _, r := range g.rows {
+				if len(r.Stats.BPs) == 0 {
+					continue
+				}
+				b := r.Stats.BPs[len(r.Stats.BPs)-1]
+				last = append(last, fmt.Sprint(b))
+				n++
+				if slices.Contains(opt, b) {
+					in++
+				}
+			}
+		}
+		r0 := byRTT.rows[0]
+		optS := strings.Trim(strings.ReplaceAll(fmt.Sprint(opt), " ", ", "), "[]")
+		inS := ""
+		if n > 0 && opt != nil {
+			inS = fmt.Sprintf("%d of %d", in, n)
+		}
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s |\n", r0.Clip, r0.RTTms, optS, strings.Join(last, ", "), inS)
 	}
 	fmt.Fprintln(w)
 }
