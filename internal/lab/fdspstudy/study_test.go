@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/xml"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -102,5 +103,29 @@ func TestSummaryMediansAndCuts(t *testing.T) {
 	}
 	if _, s := med([]Row{{RebufferMS: 1}, {RebufferMS: 3}}, func(r Row) float64 { return r.RebufferMS }, "%.0f"); s != "2 (1–3)" {
 		t.Errorf("median of two: %q", s)
+	}
+}
+
+func TestOptimalRange(t *testing.T) {
+	rows := []Row{
+		{Variant: "tcp", RebufferMS: 9000, StartupMS: 3000},
+		{Variant: "bp0", PLR: 0.040, RebufferMS: 300, StartupMS: 300},
+		{Variant: "bp25", PLR: 0.004, RebufferMS: 500, StartupMS: 500},
+		{Variant: "bp50", PLR: 0.003, RebufferMS: 700, StartupMS: 700},
+		{Variant: "bp75", PLR: 0.002, RebufferMS: 2500, StartupMS: 900}, // TCP fell behind
+		{Variant: "bp100", PLR: 0.002, RebufferMS: 5000, StartupMS: 1200},
+		{Variant: "auto", Stats: fdsp.Stats{BPs: []int{50, 50, 50, 75}}},
+	}
+	vs := groupBy(rows, func(r Row) string { return r.Variant })
+	if got := optimalRange(vs); !slices.Equal(got, []int{50}) {
+		t.Errorf("optimal range %v, want [50] (25's PLR is 2x the lowest, 75 and 100 rebuffer after start-up)", got)
+	}
+	for i := range rows {
+		rows[i].Clip, rows[i].RTTms = "fast", 150
+	}
+	var b strings.Builder
+	ranges(&b, rows)
+	if !strings.Contains(b.String(), "| fast | 150 | 50 | 75 | 0 of 1 |") {
+		t.Errorf("ranges:\n%s", b.String())
 	}
 }
