@@ -60,7 +60,7 @@ func write(out string, rows []Row) error {
 	}
 	var b bytes.Buffer
 	w := csv.NewWriter(&b)
-	_ = w.Write([]string{"table", "clip", "asset", "link", "rtt_ms", "rep", "variant", "bp", "bps", "rebuffer_ms", "rebuffer_count", "startup_delay_ms", "plr", "udp_loss", "decodable", "frames", "access_units", "psnr_db", "tcp_bytes", "udp_bytes", "mean_mbit_s", "error"})
+	_ = w.Write([]string{"table", "clip", "asset", "link", "rtt_ms", "rep", "variant", "bp", "bps", "rebuffer_ms", "rebuffer_count", "startup_delay_ms", "plr", "udp_loss", "decodable", "frames", "access_units", "psnr_db", "tcp_bytes", "udp_bytes", "mean_mbit_s", "client_rcvbuf_errors", "client_csum_errors", "error"})
 	for _, r := range rows {
 		ps := ""
 		if r.PSNR != nil {
@@ -69,7 +69,7 @@ func write(out string, rows []Row) error {
 		_ = w.Write([]string{strconv.Itoa(r.Table), r.Clip, r.Asset, r.Link, strconv.Itoa(r.RTTms), strconv.Itoa(r.Rep), r.Variant, fmt.Sprintf("%.1f", r.BP), fmt.Sprint(r.Stats.BPs),
 			fmt.Sprintf("%.0f", r.RebufferMS), strconv.Itoa(r.RebufferCount), fmt.Sprintf("%.0f", r.StartupMS), fmt.Sprintf("%.5f", r.PLR), fmt.Sprintf("%.5f", r.UDPLoss),
 			fmt.Sprintf("%.3f", r.Decodable), strconv.Itoa(r.Frames), strconv.Itoa(r.AUs), ps, strconv.FormatInt(r.TCPBytes, 10), strconv.FormatInt(r.UDPBytes, 10),
-			fmt.Sprintf("%.3f", r.MeanMbps), r.Error})
+			fmt.Sprintf("%.3f", r.MeanMbps), strconv.FormatInt(r.RcvbufErrors, 10), strconv.FormatInt(r.CsumErrors, 10), r.Error})
 	}
 	w.Flush()
 	return fsutil.WriteFileAtomic(filepath.Join(out, "results.csv"), b.Bytes(), 0o644)

@@ -6,6 +6,9 @@ import (
 	"log"
 	"net"
 	"net/netip"
+	"os"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +23,38 @@ type lab struct {
 	nw     *netem.Network
 	addr   string
 	cancel context.CancelFunc
+	// the last play's UDP datagrams dropped in the client namespace: a full
+	// socket receive buffer, a bad checksum (the link's corruption)
+	rcvbufErrors, csumErrors int64
+}
+
+// udpCounters reads the client namespace's UDP counters (/proc/net/snmp as the
+// namespace's thread sees it); nil when unreadable.
+func (l *lab) udpCounters() map[string]int64 {
+	var b []byte
+	_ = l.nw.Do("client", func() (err error) {
+		b, err = os.ReadFile("/proc/thread-self/net/snmp")
+		return err
+	})
+	var names []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "Udp:" {
+			continue
+		}
+		if names == nil {
+			names = f[1:]
+			continue
+		}
+		m := map[string]int64{}
+		for i, v := range f[1:] {
+			if i < len(names) {
+				m[names[i]], _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+		return m
+	}
+	return nil
 }
 
 func newLab(ctx context.Context, h *hub.Hub, p netem.Profile, cc string, substream time.Duration) (*lab, error) {
@@ -108,10 +143,13 @@ func (l *lab) play(ctx context.Context, stream string, v variant, video *bytes.B
 			}
 		}
 	}()
+	before := l.udpCounters()
 	st, err := fdsp.Play(ctx, o)
 	close(done)
 	<-sampled
-	log.Printf("  %s %s: BP %.0f %v, rebuffer %.0f ms in %d, PLR %.4f (lost %d of %d), decodable %.3f",
-		stream, v.Name, st.BP, st.BPs, st.RebufferMS, st.RebufferCount, st.PLR, st.Lost, st.Packets, st.Decodable)
+	after := l.udpCounters()
+	l.rcvbufErrors, l.csumErrors = after["RcvbufErrors"]-before["RcvbufErrors"], after["InCsumErrors"]-before["InCsumErrors"]
+	log.Printf("  %s %s: BP %.0f %v, rebuffer %.0f ms in %d, PLR %.4f (lost %d of %d), decodable %.3f, client receive-buffer drops %d",
+		stream, v.Name, st.BP, st.BPs, st.RebufferMS, st.RebufferCount, st.PLR, st.Lost, st.Packets, st.Decodable, l.rcvbufErrors)
 	return st, tp, err
 }

@@ -97,7 +97,7 @@ func TestSummaryMediansAndCuts(t *testing.T) {
 	}
 	var b strings.Builder
 	summary1(&b, rows)
-	want := "| slow | 150 | FDSP auto | 3 | 1000 (800–1200) | 1 (1–2) | 1000 (800–1200) | 90 % | 1.00 (0.50–2.00) | 75 % | 0.000 | — | 50,50,75 / 50,75,75 / 50,50,50 |"
+	want := "| slow | 150 | FDSP auto | 3 | 1000 (800–1200) | 1 (1–2) | 1000 (800–1200) | 90 % | 1.00 (0.50–2.00) | 75 % | 0 | 0.000 | — | 50,50,75 / 50,75,75 / 50,50,50 |"
 	if !strings.Contains(b.String(), want) {
 		t.Errorf("summary lacks\n%s\ngot\n%s", want, b.String())
 	}

@@ -130,8 +130,8 @@ func optimalRange(vs []*group) []int {
 
 func summary1(w io.Writer, rows []Row) {
 	defer ranges(w, rows)
-	fmt.Fprintln(w, "| clip | RTT ms | variant | n | rebuffering ms | instances | after start-up ms | cut vs all-TCP | PLR % | cut vs all-UDP | decodable | PSNR dB | BPs |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| clip | RTT ms | variant | n | rebuffering ms | instances | after start-up ms | cut vs all-TCP | PLR % | cut vs all-UDP | receive-buffer drops | decodable | PSNR dB | BPs |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, byRTT := range groupBy(rows, func(r Row) string { return fmt.Sprintf("%s %d", r.Clip, r.RTTms) }) {
 		vs := groupBy(byRTT.rows, func(r Row) string { return r.Variant })
 		var tcpRebuf, udpPLR float64 = -1, -1
@@ -150,6 +150,7 @@ func summary1(w io.Writer, rows []Row) {
 			_, after := med(g.rows, func(r Row) float64 { return r.RebufferMS - r.StartupMS }, "%.0f")
 			plr, plrs := med(g.rows, func(r Row) float64 { return 100 * r.PLR }, "%.2f")
 			_, dec := med(g.rows, func(r Row) float64 { return r.Decodable }, "%.3f")
+			_, drops := med(g.rows, func(r Row) float64 { return float64(r.RcvbufErrors) }, "%.0f")
 			cutT, cutU := "", ""
 			if g.key != "tcp" && tcpRebuf > 0 {
 				cutT = fmt.Sprintf("%.0f %%", 100*(1-rb/tcpRebuf))
@@ -173,8 +174,8 @@ func summary1(w io.Writer, rows []Row) {
 					bps = append(bps, strings.Trim(strings.ReplaceAll(fmt.Sprint(r.Stats.BPs), " ", ","), "[]"))
 				}
 			}
-			fmt.Fprintf(w, "| %s | %d | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r0.Clip, r0.RTTms, label(g.key), len(g.rows),
-				rbs, ins, after, cutT, plrs, cutU, dec, psnrs, strings.Join(bps, " / "))
+			fmt.Fprintf(w, "| %s | %d | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r0.Clip, r0.RTTms, label(g.key), len(g.rows),
+				rbs, ins, after, cutT, plrs, cutU, drops, dec, psnrs, strings.Join(bps, " / "))
 		}
 	}
 	fmt.Fprintln(w)

@@ -34,29 +34,33 @@ var variants = []variant{
 
 // Row is one run's result.
 type Row struct {
-	Table         int          `json:"table"`
-	Clip          string       `json:"clip"`
-	Asset         string       `json:"asset"`
-	Link          string       `json:"link"`
-	RTTms         int          `json:"rtt_ms"`
-	Rep           int          `json:"rep"`
-	Variant       string       `json:"variant"`
-	BP            float64      `json:"bp"`
-	RebufferMS    float64      `json:"rebuffer_ms"`
-	RebufferCount int          `json:"rebuffer_count"`
-	StartupMS     float64      `json:"startup_delay_ms"`
-	PLR           float64      `json:"plr"`
-	UDPLoss       float64      `json:"udp_loss"`
-	Decodable     float64      `json:"decodable"`
-	Frames        int          `json:"frames_decoded"`
-	AUs           int          `json:"access_units"`
-	PSNR          *float64     `json:"psnr_db"`
-	TCPBytes      int64        `json:"tcp_bytes"`
-	UDPBytes      int64        `json:"udp_bytes"`
-	MeanMbps      float64      `json:"mean_mbit_s"`
-	Error         string       `json:"error,omitempty"`
-	Throughput    []Throughput `json:"throughput,omitempty"`
-	Stats         fdsp.Stats   `json:"fdsp"`
+	Table         int      `json:"table"`
+	Clip          string   `json:"clip"`
+	Asset         string   `json:"asset"`
+	Link          string   `json:"link"`
+	RTTms         int      `json:"rtt_ms"`
+	Rep           int      `json:"rep"`
+	Variant       string   `json:"variant"`
+	BP            float64  `json:"bp"`
+	RebufferMS    float64  `json:"rebuffer_ms"`
+	RebufferCount int      `json:"rebuffer_count"`
+	StartupMS     float64  `json:"startup_delay_ms"`
+	PLR           float64  `json:"plr"`
+	UDPLoss       float64  `json:"udp_loss"`
+	Decodable     float64  `json:"decodable"`
+	Frames        int      `json:"frames_decoded"`
+	AUs           int      `json:"access_units"`
+	PSNR          *float64 `json:"psnr_db"`
+	TCPBytes      int64    `json:"tcp_bytes"`
+	UDPBytes      int64    `json:"udp_bytes"`
+	MeanMbps      float64  `json:"mean_mbit_s"`
+	// UDP datagrams the client's kernel dropped: receive buffer full (bursts the
+	// client did not read in time), bad checksum (the link's corruption).
+	RcvbufErrors int64        `json:"client_rcvbuf_errors"`
+	CsumErrors   int64        `json:"client_csum_errors"`
+	Error        string       `json:"error,omitempty"`
+	Throughput   []Throughput `json:"throughput,omitempty"`
+	Stats        fdsp.Stats   `json:"fdsp"`
 }
 
 func newRow(st fdsp.Stats, err error) Row {
@@ -104,6 +108,7 @@ func table1(ctx context.Context, c config) error {
 					st, _, err := l.play(ctx, "vod/"+ct.Name, v, &vid, time.Second)
 					row := newRow(st, err)
 					row.Table, row.Clip, row.Asset, row.Link, row.RTTms, row.Rep, row.Variant = 1, ct.Clip, ct.Name, "study", int(rtt/time.Millisecond), rep, v.Name
+					row.RcvbufErrors, row.CsumErrors = l.rcvbufErrors, l.csumErrors
 					row.Frames = frames(vid.Bytes())
 					if v.Name == "tcp" {
 						ref = vid.Bytes()
