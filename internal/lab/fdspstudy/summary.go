@@ -13,6 +13,7 @@ import (
 // summarize prints Markdown tables over every results.json given: per clip (or
 // asset and link), RTT and variant, the median over repetitions and the range.
 func summarize(w io.Writer, files []string) error {
+	contentTable(w, files)
 	var rows []Row
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -236,6 +237,31 @@ func summary2(w io.Writer, rows []Row) {
 			bps = strings.Trim(strings.ReplaceAll(fmt.Sprint(r0.Stats.BPs), " ", ","), "[]")
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %d | %s | %s (%s) | %s ± %s | %s | %s | %s |\n", r0.Asset, r0.Link, label(r0.Variant), len(g.rows), mb, rb, ins, bm, bsd, blo, plr, bps)
+	}
+	fmt.Fprintln(w)
+}
+
+// contentTable prints the clips of every content.json beside the result files, once each.
+func contentTable(w io.Writer, files []string) {
+	seen := map[string]bool{}
+	fmt.Fprintln(w, "| asset | clip | seconds | keyframe every | frames | I-frames | video Mbit/s | I-frame share of the bytes | x264 |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(f), "content.json"))
+		if err != nil {
+			continue
+		}
+		var cs []Content
+		if json.Unmarshal(b, &cs) != nil {
+			continue
+		}
+		for _, c := range cs {
+			if seen[c.Name] {
+				continue
+			}
+			seen[c.Name] = true
+			fmt.Fprintf(w, "| %s | %s | %.0f | %d ms | %d | %d | %.2f | %.1f %% | %s |\n", c.Name, c.Clip, c.Seconds, c.GOPms, c.Frames, c.IFrames, c.VideoMbps, 100*c.IShare, c.Params)
+		}
 	}
 	fmt.Fprintln(w)
 }
