@@ -117,15 +117,29 @@ func TestOptimalRange(t *testing.T) {
 		{Variant: "auto", Stats: fdsp.Stats{BPs: []int{50, 50, 50, 75}}},
 	}
 	vs := groupBy(rows, func(r Row) string { return r.Variant })
-	if got := optimalRange(vs); !slices.Equal(got, []int{50}) {
-		t.Errorf("optimal range %v, want [50] (25's PLR is 2x the lowest, 75 and 100 rebuffer after start-up)", got)
+	if got := optimalRange(vs, func(r Row) float64 { return r.PLR }); !slices.Equal(got, []int{25, 50}) {
+		t.Errorf("optimal range %v, want [25 50] (75 and 100 rebuffer after start-up, 0's PLR is over 1.5x 50's)", got)
+	}
+	// Receive-buffer drops left out: 0.1 % of 25's PLR was drops.
+	rows[2].RcvbufErrors, rows[2].Stats.Packets = 10, 10000
+	vs = groupBy(rows, func(r Row) string { return r.Variant })
+	if got := optimalRange(vs, linkPLR); !slices.Equal(got, []int{25, 50}) {
+		t.Errorf("link optimal range %v, want [25 50]", got)
+	}
+	rows[2].PLR, rows[2].RcvbufErrors = 0.009, 60 // 0.6 % of it drops: link PLR 0.003
+	vs = groupBy(rows, func(r Row) string { return r.Variant })
+	if got := optimalRange(vs, func(r Row) float64 { return r.PLR }); !slices.Equal(got, []int{50}) {
+		t.Errorf("optimal range %v, want [50]", got)
+	}
+	if got := optimalRange(vs, linkPLR); !slices.Equal(got, []int{25, 50}) {
+		t.Errorf("link optimal range %v, want [25 50]", got)
 	}
 	for i := range rows {
 		rows[i].Clip, rows[i].RTTms = "fast", 150
 	}
 	var b strings.Builder
 	ranges(&b, rows)
-	if !strings.Contains(b.String(), "| fast | 150 | 50 | 75 | 0 of 1 |") {
+	if !strings.Contains(b.String(), "| fast | 150 | 50 | 25, 50 | 75 | 0 of 1 / 0 of 1 |") {
 		t.Errorf("ranges:\n%s", b.String())
 	}
 }

@@ -93,17 +93,17 @@ func label(v string) string {
 	return "FDSP " + strings.TrimPrefix(v, "bp")
 }
 
-// optimalSlack is how far above the lowest PLR of the fixed BPs a BP may be and still
-// count as optimal (one repetition's PLR varies by about this much between runs).
+// optimalSlack is how far above the lowest PLR of the fixed BPs that kept up a BP may
+// be and still count as optimal (one repetition's PLR varies by about this much).
 const optimalSlack = 1.5
 
-// optimalRange reads the fixed-BP rows of one clip and RTT: the BPs whose TCP part
-// kept up (no rebuffering after start-up, median) and whose median PLR is within
-// optimalSlack of the lowest. It returns them in order, or nil without fixed rows.
-func optimalRange(vs []*group) []int {
+// optimalRange reads the fixed-BP rows of one clip and RTT: among the BPs whose TCP
+// part kept up (no rebuffering after start-up, median), those whose median PLR (by
+// plr) is within optimalSlack of the lowest of them. In order; nil without any.
+func optimalRange(vs []*group, plr func(Row) float64) []int {
 	type fixed struct {
-		bp         int
-		plr, after float64
+		bp  int
+		plr float64
 	}
 	var fs []fixed
 	best := -1.0
@@ -112,21 +112,33 @@ func optimalRange(vs []*group) []int {
 		if _, err := fmt.Sscanf(g.key, "bp%d", &bp); err != nil {
 			continue
 		}
-		plr, _ := med(g.rows, func(r Row) float64 { return r.PLR }, "%f")
-		after, _ := med(g.rows, func(r Row) float64 { return r.RebufferMS - r.StartupMS }, "%f")
-		fs = append(fs, fixed{bp, plr, after})
-		if best < 0 || plr < best {
-			best = plr
+		if after, _ := med(g.rows, func(r Row) float64 { return r.RebufferMS - r.StartupMS }, "%f"); after > 0 {
+			continue
+		}
+		p, _ := med(g.rows, plr, "%f")
+		fs = append(fs, fixed{bp, p})
+		if best < 0 || p < best {
+			best = p
 		}
 	}
 	var in []int
 	for _, f := range fs {
-		if f.after == 0 && f.plr <= optimalSlack*best {
+		if f.plr <= optimalSlack*best {
 			in = append(in, f.bp)
 		}
 	}
 	slices.Sort(in)
 	return in
+}
+
+// linkPLR is PLR without the datagrams the client's kernel dropped for a full
+// receive buffer: the loss the emulated link made (the study's condition), not
+// the lab's CPU contention.
+func linkPLR(r Row) float64 {
+	if r.Stats.Packets == 0 {
+		return r.PLR
+	}
+	return max(0, r.PLR-float64(r.RcvbufErrors)/float64(r.Stats.Packets))
 }
 
 func summary1(w io.Writer, rows []Row) {
@@ -182,17 +194,18 @@ func summary1(w io.Writer, rows []Row) {
 	fmt.Fprintln(w)
 }
 
-// ranges prints, per clip and RTT, the optimal BP range of the fixed sweep and where
-// each adaptive run's last substream landed.
+// ranges prints, per clip and RTT, the optimal BP range of the fixed sweep (by PLR
+// as measured and by the link's PLR) and where each adaptive run's last substream
+// landed.
 func ranges(w io.Writer, rows []Row) {
-	fmt.Fprintf(w, "| clip | RTT ms | optimal BPs (no rebuffering after start-up, PLR within %.1f× the lowest) | adaptive: last substream's BP per run | in range |\n", optimalSlack)
-	fmt.Fprintln(w, "|---|---|---|---|---|")
+	fmt.Fprintf(w, "| clip | RTT ms | optimal BPs by PLR | optimal BPs by link PLR (receive-buffer drops left out) | adaptive: last substream's BP per run | in range (PLR / link PLR) |\n")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
 	for _, byRTT := range groupBy(rows, func(r Row) string { return fmt.Sprintf("%s %d", r.Clip, r.RTTms) }) {
 		vs := groupBy(byRTT.rows, func(r Row) string { return r.Variant })
-		opt := optimalRange(vs)
+		opt := optimalRange(vs, func(r Row) float64 { return r.PLR })
+		optL := optimalRange(vs, linkPLR)
 		var last []string
-		in := 0
-		n := 0
+		in, inL, n := 0, 0, 0
 		for _, g := range vs {
 			if g.key != "auto" {
 				continue
@@ -207,15 +220,18 @@ func ranges(w io.Writer, rows []Row) {
 				if slices.Contains(opt, b) {
 					in++
 				}
+				if slices.Contains(optL, b) {
+					inL++
+				}
 			}
 		}
 		r0 := byRTT.rows[0]
-		optS := strings.Trim(strings.ReplaceAll(fmt.Sprint(opt), " ", ", "), "[]")
+		list := func(bs []int) string { return strings.Trim(strings.ReplaceAll(fmt.Sprint(bs), " ", ", "), "[]") }
 		inS := ""
-		if n > 0 && opt != nil {
-			inS = fmt.Sprintf("%d of %d", in, n)
+		if n > 0 && (opt != nil || optL != nil) {
+			inS = fmt.Sprintf("%d of %d / %d of %d", in, n, inL, n)
 		}
-		fmt.Fprintf(w, "| %s | %d | %s | %s | %s |\n", r0.Clip, r0.RTTms, optS, strings.Join(last, ", "), inS)
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s |\n", r0.Clip, r0.RTTms, list(opt), list(optL), strings.Join(last, ", "), inS)
 	}
 	fmt.Fprintln(w)
 }
