@@ -69,8 +69,16 @@ func write(out string, rows []Row) error {
 		_ = w.Write([]string{strconv.Itoa(r.Table), r.Clip, r.Asset, r.Link, strconv.Itoa(r.RTTms), strconv.Itoa(r.Rep), r.Variant, fmt.Sprintf("%.1f", r.BP), fmt.Sprint(r.Stats.BPs),
 			fmt.Sprintf("%.0f", r.RebufferMS), strconv.Itoa(r.RebufferCount), fmt.Sprintf("%.0f", r.StartupMS), fmt.Sprintf("%.5f", r.PLR), fmt.Sprintf("%.5f", r.UDPLoss),
 			fmt.Sprintf("%.3f", r.Decodable), strconv.Itoa(r.Frames), strconv.Itoa(r.AUs), ps, strconv.FormatInt(r.TCPBytes, 10), strconv.FormatInt(r.UDPBytes, 10),
-			fmt.Sprintf("%.3f", r.MeanMbps), strconv.FormatInt(r.RcvbufErrors, 10), strconv.FormatInt(r.CsumErrors, 10), r.Error})
+			fmt.Sprintf("%.3f", r.MeanMbps), count(r.RcvbufErrors), count(r.CsumErrors), r.Error})
 	}
 	w.Flush()
 	return fsutil.WriteFileAtomic(filepath.Join(out, "results.csv"), b.Bytes(), 0o644)
+}
+
+// count is a recorded counter, or "" when it was not recorded.
+func count(n *int64) string {
+	if n == nil {
+		return ""
+	}
+	return strconv.FormatInt(*n, 10)
 }

@@ -97,7 +97,7 @@ func TestSummaryMediansAndCuts(t *testing.T) {
 	}
 	var b strings.Builder
 	summary1(&b, rows)
-	want := "| slow | 150 | FDSP auto | 3 | 1000 (800–1200) | 1 (1–2) | 1000 (800–1200) | 90 % | 1.00 (0.50–2.00) | 75 % | 0 | 0.000 | — | 50,50,75 / 50,75,75 / 50,50,50 |"
+	want := "| slow | 150 | FDSP auto | 3 | 1000 (800–1200) | 1 (1–2) | 1000 (800–1200) | 90 % | 1.00 (0.50–2.00) | 75 % | — | 0.000 | — | 50,50,75 / 50,75,75 / 50,50,50 |"
 	if !strings.Contains(b.String(), want) {
 		t.Errorf("summary lacks\n%s\ngot\n%s", want, b.String())
 	}
@@ -121,12 +121,13 @@ func TestOptimalRange(t *testing.T) {
 		t.Errorf("optimal range %v, want [25 50] (75 and 100 rebuffer after start-up, 0's PLR is over 1.5x 50's)", got)
 	}
 	// Receive-buffer drops left out: 0.1 % of 25's PLR was drops.
-	rows[2].RcvbufErrors, rows[2].Stats.Packets = 10, 10000
+	ten, sixty := int64(10), int64(60)
+	rows[2].RcvbufErrors, rows[2].Stats.Packets = &ten, 10000
 	vs = groupBy(rows, func(r Row) string { return r.Variant })
 	if got := optimalRange(vs, linkPLR); !slices.Equal(got, []int{25, 50}) {
 		t.Errorf("link optimal range %v, want [25 50]", got)
 	}
-	rows[2].PLR, rows[2].RcvbufErrors = 0.009, 60 // 0.6 % of it drops: link PLR 0.003
+	rows[2].PLR, rows[2].RcvbufErrors = 0.009, &sixty // 0.6 % of it drops: link PLR 0.003
 	vs = groupBy(rows, func(r Row) string { return r.Variant })
 	if got := optimalRange(vs, func(r Row) float64 { return r.PLR }); !slices.Equal(got, []int{50}) {
 		t.Errorf("optimal range %v, want [50]", got)

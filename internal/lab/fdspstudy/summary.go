@@ -135,10 +135,10 @@ func optimalRange(vs []*group, plr func(Row) float64) []int {
 // receive buffer: the loss the emulated link made (the study's condition), not
 // the lab's CPU contention.
 func linkPLR(r Row) float64 {
-	if r.Stats.Packets == 0 {
+	if r.Stats.Packets == 0 || r.RcvbufErrors == nil {
 		return r.PLR
 	}
-	return max(0, r.PLR-float64(r.RcvbufErrors)/float64(r.Stats.Packets))
+	return max(0, r.PLR-float64(*r.RcvbufErrors)/float64(r.Stats.Packets))
 }
 
 func summary1(w io.Writer, rows []Row) {
@@ -163,7 +163,16 @@ func summary1(w io.Writer, rows []Row) {
 			_, after := med(g.rows, func(r Row) float64 { return r.RebufferMS - r.StartupMS }, "%.0f")
 			plr, plrs := med(g.rows, func(r Row) float64 { return 100 * r.PLR }, "%.2f")
 			_, dec := med(g.rows, func(r Row) float64 { return r.Decodable }, "%.3f")
-			_, drops := med(g.rows, func(r Row) float64 { return float64(r.RcvbufErrors) }, "%.0f")
+			drops := "—" // not recorded
+			var counted []Row
+			for _, r := range g.rows {
+				if r.RcvbufErrors != nil {
+					counted = append(counted, r)
+				}
+			}
+			if len(counted) > 0 {
+				_, drops = med(counted, func(r Row) float64 { return float64(*r.RcvbufErrors) }, "%.0f")
+			}
 			cutT, cutU := "", ""
 			if g.key != "tcp" && tcpRebuf > 0 {
 				cutT = fmt.Sprintf("%.0f %%", 100*(1-rb/tcpRebuf))

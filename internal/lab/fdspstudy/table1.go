@@ -56,8 +56,9 @@ type Row struct {
 	MeanMbps      float64  `json:"mean_mbit_s"`
 	// UDP datagrams the client's kernel dropped: receive buffer full (bursts the
 	// client did not read in time), bad checksum (the link's corruption).
-	RcvbufErrors int64        `json:"client_rcvbuf_errors"`
-	CsumErrors   int64        `json:"client_csum_errors"`
+	// nil: not recorded (runs before the counters existed).
+	RcvbufErrors *int64       `json:"client_rcvbuf_errors"`
+	CsumErrors   *int64       `json:"client_csum_errors"`
 	Error        string       `json:"error,omitempty"`
 	Throughput   []Throughput `json:"throughput,omitempty"`
 	Stats        fdsp.Stats   `json:"fdsp"`
@@ -108,7 +109,8 @@ func table1(ctx context.Context, c config) error {
 					st, _, err := l.play(ctx, "vod/"+ct.Name, v, &vid, time.Second)
 					row := newRow(st, err)
 					row.Table, row.Clip, row.Asset, row.Link, row.RTTms, row.Rep, row.Variant = 1, ct.Clip, ct.Name, "study", int(rtt/time.Millisecond), rep, v.Name
-					row.RcvbufErrors, row.CsumErrors = l.rcvbufErrors, l.csumErrors
+					drops, csum := l.rcvbufErrors, l.csumErrors
+					row.RcvbufErrors, row.CsumErrors = &drops, &csum
 					row.Frames = frames(vid.Bytes())
 					if v.Name == "tcp" {
 						ref = vid.Bytes()

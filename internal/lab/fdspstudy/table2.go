@@ -76,7 +76,8 @@ func table2(ctx context.Context, c config, bitrates []int) error {
 					row := newRow(st, err)
 					row.Table, row.Clip, row.Asset, row.Link, row.RTTms, row.Rep, row.Variant = 2, ct.Clip, ct.Name, link, 50, rep, v.Name
 					row.Throughput = tp
-					row.RcvbufErrors, row.CsumErrors = l.rcvbufErrors, l.csumErrors
+					drops, csum := l.rcvbufErrors, l.csumErrors
+					row.RcvbufErrors, row.CsumErrors = &drops, &csum
 					rows = append(rows, row)
 					if err := write(c.out, rows); err != nil {
 						l.Close()
