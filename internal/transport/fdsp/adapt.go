@@ -12,8 +12,9 @@ import "sync"
 //   - the report's substream had its TCP part late (the client rebuffered): the
 //     BP that substream was planned with is too much for this path; it becomes the
 //     ceiling and BP drops a step below it;
-//   - otherwise, if any of its UDP packets were lost or late and it was planned
-//     with today's BP (the verdict on the last step is in), BP goes up a step
+//   - otherwise, if any of its UDP packets were lost or late, it was planned with
+//     today's BP (the verdict on the last step is in) and it is not substream 0
+//     (whose TCP part is the start-up, on time by definition), BP goes up a step
 //     while it stays below the ceiling (every saved I-frame byte lowers PLR, and
 //     TCP has kept up);
 //   - otherwise (a clean UDP path) BP stays: nothing to protect, nothing to gain.
@@ -102,7 +103,9 @@ func (a *adaptiveBP) report(r Report) {
 			a.onTime = 0
 			a.probing = true
 		}
-		if r.Lost > 0 && a.planned(r.Substream) == a.bp && a.bp+bpStep < a.ceiling {
+		// Substream 0's TCP part is the start-up wait, never late by definition:
+		// it says nothing about whether TCP keeps up, so it is no verdict to climb on.
+		if r.Substream > 0 && r.Lost > 0 && a.planned(r.Substream) == a.bp && a.bp+bpStep < a.ceiling {
 			a.bp += bpStep
 		}
 	}

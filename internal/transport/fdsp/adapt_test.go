@@ -20,7 +20,7 @@ func drive(a *adaptiveBP, p pathModel, n, lag int) []int {
 		plans = append(plans, a.value())
 		if j := k - lag; j >= 0 {
 			r := Report{Substream: uint32(j), Expected: 1000}
-			if plans[j] > p.maxBP {
+			if j > 0 && plans[j] > p.maxBP { // substream 0's TCP part is the start-up: never late
 				r.LateMS = 800
 			}
 			if p.lossy {
@@ -48,7 +48,7 @@ func TestAdaptiveBPFindsTheHighestBPTCPSustains(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var a adaptiveBP
 			a.init(BPAuto)
-			plans := drive(&a, tc.path, 12, 2) // before the first re-probe
+			plans := drive(&a, tc.path, 14, 2) // before the first re-probe
 			// After the first overshoot is judged, every plan stays at or below
 			// what TCP sustains, and the last ones sit at the target.
 			tail := plans[len(plans)-3:]
@@ -58,7 +58,7 @@ func TestAdaptiveBPFindsTheHighestBPTCPSustains(t *testing.T) {
 				}
 			}
 			late := 0
-			for _, b := range plans {
+			for _, b := range plans[1:] { // substream 0 is the start-up
 				if b > tc.path.maxBP {
 					late++
 				}
@@ -89,13 +89,28 @@ func TestAdaptiveBPReprobesAfterOnTimeReports(t *testing.T) {
 	b.init(BPAuto)
 	plans = drive(&b, pathModel{25, true}, 100, 2)
 	late := 0
-	for _, p := range plans {
+	for _, p := range plans[1:] { // substream 0 is the start-up
 		if p > 25 {
 			late++
 		}
 	}
 	if late > 12 {
 		t.Errorf("%d of 100 substreams planned above what TCP sustains: %v", late, plans)
+	}
+}
+
+func TestAdaptiveBPDoesNotClimbOnTheStartup(t *testing.T) {
+	var a adaptiveBP
+	a.init(BPAuto)
+	a.value()
+	a.value()
+	a.report(Report{Substream: 0, Lost: 5, Expected: 1000}) // the start-up: on time by definition
+	if a.bp != bpStart {
+		t.Errorf("BP %d after substream 0's report, want %d", a.bp, bpStart)
+	}
+	a.report(Report{Substream: 1, Lost: 5, Expected: 1000})
+	if a.bp != bpStart+bpStep {
+		t.Errorf("BP %d after substream 1's report, want %d", a.bp, bpStart+bpStep)
 	}
 }
 
