@@ -11,7 +11,8 @@ import (
 )
 
 // summarize prints Markdown tables over every results.json given: per clip (or
-// asset and link), RTT and variant, the median over repetitions and the range.
+// asset and link), RTT and variant, the median over repetitions and the range. It
+// also draws each folder's SVG plots again from its results.json.
 func summarize(w io.Writer, files []string) error {
 	contentTable(w, files)
 	var rows []Row
@@ -25,6 +26,21 @@ func summarize(w io.Writer, files []string) error {
 			return fmt.Errorf("%s: %w", f, err)
 		}
 		rows = append(rows, rs...)
+		// The folder's plots again, from its data (the same code as at run time).
+		if err := bpTrace(filepath.Dir(f), rs); err != nil {
+			return err
+		}
+		var t2 []Row
+		for _, r := range rs {
+			if r.Table == 2 {
+				t2 = append(t2, r)
+			}
+		}
+		if len(t2) > 0 {
+			if err := plots(filepath.Dir(f), t2); err != nil {
+				return err
+			}
+		}
 	}
 	var t1, t2 []Row
 	for _, r := range rows {

@@ -57,10 +57,10 @@ func timeChart(title, xLabel, yLabel string, ss []series) []byte {
 	return []byte(b.String())
 }
 
-// nice rounds up to 1, 2 or 5 times a power of ten.
+// nice rounds up to a round number (1, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 times a power of ten).
 func nice(v float64) float64 {
 	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 5, 10} {
+	for _, m := range []float64{1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10} {
 		if v <= m*p {
 			return m * p
 		}

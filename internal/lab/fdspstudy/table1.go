@@ -128,13 +128,14 @@ func table1(ctx context.Context, c config) error {
 		l.Close()
 	}
 	table(os.Stdout, rows)
-	return bpTrace(c.out, rows, c.substream)
+	return bpTrace(c.out, rows)
 }
 
 // bpTrace plots the BP of every adaptive run over the session, one chart per clip
 // (bp-trace-CLIP.svg), one line per RTT and repetition: each substream's BP from its
-// media start to its end. Lines are offset by 0.7 % each so equal traces stay visible.
-func bpTrace(out string, rows []Row, sub time.Duration) error {
+// media start to its end (substreams are taken as equal: the played media over their
+// count). Lines are offset by 0.7 % each so equal traces stay visible.
+func bpTrace(out string, rows []Row) error {
 	byClip := map[string][]series{}
 	for _, r := range rows {
 		if r.Variant != "auto" || len(r.Stats.BPs) == 0 {
@@ -142,8 +143,9 @@ func bpTrace(out string, rows []Row, sub time.Duration) error {
 		}
 		off := 0.7 * float64(len(byClip[r.Clip]))
 		s := series{Name: fmt.Sprintf("%d ms #%d", r.RTTms, r.Rep)}
+		sub := float64(r.AUs) / 30 / float64(len(r.Stats.BPs)) // 30 fps
 		for k, bp := range r.Stats.BPs {
-			s.X = append(s.X, float64(k)*sub.Seconds(), float64(k+1)*sub.Seconds())
+			s.X = append(s.X, float64(k)*sub, float64(k+1)*sub)
 			s.Y = append(s.Y, float64(bp)+off, float64(bp)+off)
 		}
 		byClip[r.Clip] = append(byClip[r.Clip], s)
