@@ -67,7 +67,7 @@ func TestBufferStatsSkipsStartup(t *testing.T) {
 }
 
 func TestTimeChartIsWellFormedSVG(t *testing.T) {
-	b := timeChart("buffer <&>", "s", "buffer s", []series{{Name: "tcp", X: []float64{0, 0.5, 31}, Y: []float64{0, 3, 1}}, {Name: "auto"}})
+	b := timeChart("buffer <&>", "s", "buffer s", 0, []series{{Name: "tcp", X: []float64{0, 0.5, 31}, Y: []float64{0, 3, 1}}, {Name: "auto"}})
 	d := xml.NewDecoder(strings.NewReader(string(b)))
 	n := 0
 	for {

@@ -17,8 +17,8 @@ var palette = []string{"#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#
 
 // timeChart draws series over time as a standalone SVG: lines only, ten x ticks
 // (experiment.LineChart labels every x, which suits a few categories, not 60
-// samples a run).
-func timeChart(title, xLabel, yLabel string, ss []series) []byte {
+// samples a run). yMax fixes the y axis' top (0: from the data).
+func timeChart(title, xLabel, yLabel string, yMax float64, ss []series) []byte {
 	const w, h, ml, mr, mt, mb = 640.0, 300.0, 56.0, 110.0, 28.0, 44.0
 	maxX, maxY := 1.0, 0.0
 	for _, s := range ss {
@@ -27,6 +27,9 @@ func timeChart(title, xLabel, yLabel string, ss []series) []byte {
 		}
 	}
 	maxX, maxY = nice(maxX), nice(math.Max(maxY, 1e-9))
+	if yMax > 0 {
+		maxY = yMax
+	}
 	px := func(x float64) float64 { return ml + x/maxX*(w-ml-mr) }
 	py := func(y float64) float64 { return h - mb - y/maxY*(h-mt-mb) }
 	var b strings.Builder

@@ -151,7 +151,7 @@ func bpTrace(out string, rows []Row) error {
 		byClip[r.Clip] = append(byClip[r.Clip], s)
 	}
 	for clip, ss := range byClip {
-		svg := timeChart("adaptive BP per substream, "+clip+" clip", "media s", "BP % (offset per line)", ss)
+		svg := timeChart("adaptive BP per substream, "+clip+" clip", "media s", "BP % (offset per line)", 104, ss)
 		if err := fsutil.WriteFileAtomic(filepath.Join(out, "bp-trace-"+clip+".svg"), svg, 0o644); err != nil {
 			return err
 		}

@@ -153,11 +153,11 @@ func plots(out string, rows []Row) error {
 	}
 	for _, k := range order {
 		name := k.asset + "-" + k.link
-		b := timeChart("buffer, "+k.asset+" over "+k.link, "session s", "buffer s", buf[k])
+		b := timeChart("buffer, "+k.asset+" over "+k.link, "session s", "buffer s", 0, buf[k])
 		if err := fsutil.WriteFileAtomic(filepath.Join(out, "buffer-"+name+".svg"), b, 0o644); err != nil {
 			return err
 		}
-		t := timeChart("throughput, "+k.asset+" over "+k.link, "session s", "Mbit/s received", thr[k])
+		t := timeChart("throughput, "+k.asset+" over "+k.link, "session s", "Mbit/s received", 0, thr[k])
 		if err := fsutil.WriteFileAtomic(filepath.Join(out, "throughput-"+name+".svg"), t, 0o644); err != nil {
 			return err
 		}
