@@ -138,6 +138,7 @@ type encodeJob struct {
 	Segment       time.Duration
 	FPS           int
 	Preset        string
+	X264Params    string // extra x264 settings (-x264-params); empty: none
 	Rungs         []Rung
 	AudioBitrates []int // one AAC track each; none: no audio
 	SynthWidth    int   // synthetic clip size (the top rung's)
@@ -218,8 +219,11 @@ func (j *encodeJob) args() []string {
 			"-g", strconv.Itoa(gop), "-keyint_min", strconv.Itoa(gop), "-sc_threshold", "0",
 			"-force_key_frames", "expr:gte(t,n_forced*"+secs(j.Segment)+")",
 			"-bf", "0", "-flags", "+cgop",
-			"-pix_fmt", "yuv420p", "-an", "-sn", "-dn", "-map_metadata", "-1",
-			j.videoOutput(r))
+			"-pix_fmt", "yuv420p", "-an", "-sn", "-dn", "-map_metadata", "-1")
+		if j.X264Params != "" {
+			a = append(a, "-x264-params", j.X264Params)
+		}
+		a = append(a, j.videoOutput(r))
 	}
 	for i, b := range j.AudioBitrates {
 		a = append(a, "-map", fmt.Sprintf("[a%d]", i), "-t", secs(j.Duration),

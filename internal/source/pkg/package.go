@@ -51,6 +51,9 @@ type Options struct {
 	ExtraAudioBitrates []int
 	FPS                int    // default 25
 	Preset             string // x264 preset, default veryfast
+	// X264Params are extra x264 settings (FFmpeg's -x264-params, such as "slices=4"
+	// for a study that splits slices); empty: x264's defaults.
+	X264Params string
 	// KeepDuration skips the trim to a loopable length: for on-demand-only assets whose
 	// exact duration matters (a lab reproducing a 91 s experiment). Such an asset's last
 	// segment may be short, and it cannot be looped as a live channel.
@@ -152,6 +155,9 @@ func Fingerprint(o Options, sourceIdentity string) string {
 	if o.KeepDuration {
 		fmt.Fprintf(h, "keep-duration\n")
 	}
+	if o.X264Params != "" {
+		fmt.Fprintf(h, "x264-params=%s\n", o.X264Params)
+	}
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 
@@ -179,7 +185,7 @@ func Package(ctx context.Context, o Options) (*Result, error) {
 	}
 
 	res := &Result{Dir: o.OutDir, InputDuration: o.Synthetic}
-	job := &encodeJob{Input: o.Input, Segment: o.SegmentDuration, FPS: o.FPS, Preset: o.Preset}
+	job := &encodeJob{Input: o.Input, Segment: o.SegmentDuration, FPS: o.FPS, Preset: o.Preset, X264Params: o.X264Params}
 	if o.AudioBitrate > 0 {
 		job.AudioBitrates = append([]int{o.AudioBitrate}, o.ExtraAudioBitrates...)
 	}

@@ -144,6 +144,13 @@ func TestEncodeArgs(t *testing.T) {
 		!strings.Contains(args, "-g 38") {
 		t.Errorf("file input args:\n%s", args)
 	}
+	if strings.Contains(args, "-x264-params") {
+		t.Errorf("x264 params without asking:\n%s", args)
+	}
+	j.X264Params = "slices=4"
+	if args = strings.Join(j.args(), " "); !strings.Contains(args, "-x264-params slices=4 /w/v180.mp4") {
+		t.Errorf("x264 params not before the rung's output:\n%s", args)
+	}
 }
 
 func TestFingerprint(t *testing.T) {
@@ -161,6 +168,7 @@ func TestFingerprint(t *testing.T) {
 		func(o *Options) { o.Preset = "veryfast" },
 		func(o *Options) { o.KeepDuration = true },
 		func(o *Options) { o.ExtraAudioBitrates = []int{32000} },
+		func(o *Options) { o.X264Params = "slices=4" },
 	}
 	for i, change := range changes {
 		o := base
