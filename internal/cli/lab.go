@@ -149,7 +149,7 @@ func labCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("lab compare", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	profile := fs.String("profile", "broadband", "link `profile`: a name in experiments/profiles or a profile file")
-	transports := fs.String("transports", "", "comma-separated player `transports` (default "+strings.Join(experiment.DefaultCompareTransports, ",")+"; with --clients browser also hls,hls-h2)")
+	transports := fs.String("transports", "", "comma-separated player `transports` (default "+strings.Join(experiment.DefaultCompareTransports, ",")+"; hls and hls-h2 play the LL-HLS playlist)")
 	duration := durationFlag(fs, "duration", 30*time.Second, "each player's session")
 	reps := fs.Int("repetitions", 1, "runs per transport (`N`; medians and spreads from 3 on)")
 	clients := fs.String("clients", "headless", "`players`: headless (the Go player) or browser (headless Chromium with the player page)")

@@ -15,17 +15,16 @@ import (
 // on one emulated link, in one report. It is a scenario like the files in
 // experiments/, made from a link profile and a list of transports.
 
-// DefaultCompareTransports are the headless player's transports for one live
-// channel: HTTP/1.1, h2c, h2 (TLS), HTTP/2 push of the init segments, WebSocket push
-// and ParS (N chosen by its model).
-var DefaultCompareTransports = []string{"http1", "h2c", "h2", "h2push-init", "ws", "pars"}
+// DefaultCompareTransports are the transports for one live channel: LL-DASH over
+// HTTP/1.1, h2c and h2 (TLS), HTTP/2 push of the init segments, WebSocket push, ParS (N
+// chosen by its model) and LL-HLS over HTTP/1.1 and h2 (TLS).
+var DefaultCompareTransports = []string{"http1", "h2c", "h2", "h2push-init", "ws", "pars", "hls", "hls-h2"}
 
-// DefaultBrowserCompareTransports are the same transports for browser clients, with
-// hls.js over HTTP/1.1 and HTTP/2 added: the browser plays http1 and h2 with dash.js
-// (LL-DASH on this channel), hls and hls-h2 with hls.js (LL-HLS), ws with the page's
-// WebSocket push player; h2c, push and ParS are listed in the report as not playable
-// by a browser.
-var DefaultBrowserCompareTransports = append(append([]string(nil), DefaultCompareTransports...), "hls", "hls-h2")
+// DefaultBrowserCompareTransports are the same transports for browser clients: the
+// browser plays http1 and h2 with dash.js (LL-DASH on this channel), hls and hls-h2 with
+// hls.js (LL-HLS), ws with the page's WebSocket push player; h2c, push and ParS are
+// listed in the report as not playable by a browser.
+var DefaultBrowserCompareTransports = DefaultCompareTransports
 
 // CompareMetrics are the columns of the comparison, the player's JSON keys.
 var CompareMetrics = []string{

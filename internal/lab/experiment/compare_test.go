@@ -35,6 +35,14 @@ func TestCompareScenario(t *testing.T) {
 			t.Errorf("%s plays %s, want %s…/live/live-seg-2s/manifest.mpd", tr, u, scheme)
 		}
 	}
+	for tr, scheme := range map[string]string{"hls": "http://", "hls-h2": "https://"} {
+		if u := s.playURL("10.0.0.1", Cell{"transport": tr}); !strings.HasPrefix(u, scheme) || !strings.HasSuffix(u, "/live/live-seg-2s/master.m3u8") {
+			t.Errorf("%s plays %s, want %s…/live/live-seg-2s/master.m3u8 (LL-HLS)", tr, u, scheme)
+		}
+	}
+	if hlsTransports["hls"] != "http1" || hlsTransports["hls-h2"] != "h2" {
+		t.Errorf("the headless player's transports for LL-HLS: %v, want http1 and h2", hlsTransports)
+	}
 
 	if _, err := CompareScenario(CompareOptions{Profile: "no-such-link", ProfileDir: dir}); err == nil || !strings.Contains(err.Error(), "broadband") {
 		t.Errorf("an unknown profile: %v, want the list of known ones", err)

@@ -325,10 +325,18 @@ func (s *Scenario) streamName(cell Cell) (name string, live bool) {
 	return name, false
 }
 
+// hlsTransports play the stream's HLS master playlist instead of its MPD (LL-HLS on a
+// chunked channel): the headless player over HTTP/1.1 or TLS h2 (the value), hls.js in
+// a browser.
+var hlsTransports = map[string]string{"hls": "http1", "hls-h2": "h2"}
+
 // playURL is the manifest URL for a cell, by transport.
 func (s *Scenario) playURL(server string, cell Cell) string {
 	name, live := s.streamName(cell)
 	path := layout.Manifest(live, name, layout.MPD)
+	if _, ok := hlsTransports[cell["transport"]]; ok {
+		path = layout.Manifest(live, name, layout.Master)
+	}
 	if tlsTransport(cell["transport"]) {
 		return fmt.Sprintf("https://%s:%d%s", server, httpsPort, path)
 	}
@@ -338,7 +346,7 @@ func (s *Scenario) playURL(server string, cell Cell) string {
 // tlsTransport says whether a player transport speaks TLS (HTTP/2 over TLS, with or
 // without push); the origin's certificate is self-signed.
 func tlsTransport(t string) bool {
-	return t == "h2" || t == "https" || strings.HasPrefix(t, "h2push-")
+	return t == "h2" || t == "https" || t == "hls-h2" || strings.HasPrefix(t, "h2push-")
 }
 
 // runPlayer runs the scenario's client in the client host for one cell: `streambed
@@ -350,7 +358,11 @@ func runPlayer(ctx context.Context, nw *netem.Network, s *Scenario, cell Cell, o
 	start := time.Now()
 	args := []string{opts.Bin, "play", s.playURL(nw.Server().String(), cell), "--json"}
 	if t := cell["transport"]; t != "" {
-		args = append(args, "--transport", t)
+		pt := t
+		if h, ok := hlsTransports[t]; ok {
+			pt = h
+		}
+		args = append(args, "--transport", pt)
 		if tlsTransport(t) {
 			args = append(args, "--insecure")
 		}
