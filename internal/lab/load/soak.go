@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/http"
 	"sort"
 	"sync"
 	"time"
@@ -164,7 +163,6 @@ type viewerEnv struct {
 	t        *Target
 	o        *SoakOptions
 	conns    *connSet
-	hc       *http.Client // pull kinds: the session's own connection(s)
 	slow     bool
 	vanish   bool
 	rec      *responses

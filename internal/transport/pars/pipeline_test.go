@@ -1,0 +1,153 @@
+package pars
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/streambed/streambed/internal/player"
+)
+
+// mediaRequests lists the origin's GETs of segments.
+func mediaRequests(o *testOrigin) []seen {
+	var out []seen
+	for _, g := range o.requests(http.MethodGet) {
+		if strings.HasSuffix(g.path, ".m4s") {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// TestPipelineReassembly: segments fetched in order through the pipeline are the
+// resources byte for byte, every segment after the first was started before the
+// player asked for it, no range is fetched twice and nothing is wasted.
+func TestPipelineReassembly(t *testing.T) {
+	sizes := []int{200_000, 1000, 65536 + 7, 300_001, 1, 250_000}
+	for _, n := range []int{1, 2, 4} {
+		t.Run(fmt.Sprintf("N=%d", n), func(t *testing.T) {
+			o, s := newTestOrigin(t, sizes...)
+			o.index = true
+			c := newTestClient(t, n)
+			wantReqs := 0
+			for i, size := range sizes {
+				resp := fetchSeg(t, c, s, i+1)
+				if !bytes.Equal(resp.Body, o.files[fmt.Sprintf("/vod/a/v/%d.m4s", i+1)]) || resp.PayloadBytes != int64(size) {
+					t.Fatalf("segment %d (%d bytes): %d bytes, not the resource", i+1, size, len(resp.Body))
+				}
+				if !resp.OverheadExact || resp.OverheadBytes <= 0 || resp.End.Before(resp.Start) {
+					t.Fatalf("segment %d: overhead %d exact %v, %v → %v", i+1, resp.OverheadBytes, resp.OverheadExact, resp.Start, resp.End)
+				}
+				if n == 1 || size <= 1 {
+					wantReqs++
+				} else {
+					wantReqs += min(n, size)
+				}
+			}
+			st := c.Stats()
+			if st.Prefetched != int64(len(sizes)-1) || st.Wasted != 0 || st.Retries != 0 {
+				t.Errorf("stats %+v: want %d prefetched, none wasted", st, len(sizes)-1)
+			}
+			if got := len(mediaRequests(o)); got != wantReqs {
+				t.Errorf("%d media requests, want %d (each range once): %v", got, wantReqs, mediaRequests(o))
+			}
+		})
+	}
+}
+
+// TestPipelineOverlaps: while one range of segment 1 is held back by the origin, the
+// connections that finished theirs already ask for segment 2's ranges — the link does
+// not idle waiting for the slowest range. Shown by the order of events at the origin.
+func TestPipelineOverlaps(t *testing.T) {
+	o, s := newTestOrigin(t, 400_000, 400_000, 400_000)
+	o.index = true
+	release := make(chan struct{})
+	sawNext := make(chan struct{}, 8)
+	o.fault = func(w http.ResponseWriter, r *http.Request) bool {
+		switch {
+		case r.URL.Path == "/vod/a/v/1.m4s" && strings.HasPrefix(r.Header.Get("Range"), "bytes=0-"):
+			<-release // the slow range
+		case r.URL.Path == "/vod/a/v/2.m4s":
+			sawNext <- struct{}{}
+		}
+		return false
+	}
+	c := newTestClient(t, 4)
+	done := make(chan *player.Response, 1)
+	go func() { done <- fetchSeg(t, c, s, 1) }()
+	select {
+	case <-sawNext:
+	case <-done:
+		t.Fatal("segment 1 finished while its first range was held")
+	case <-time.After(20 * time.Second):
+		close(release)
+		t.Fatal("no range of segment 2 was requested while segment 1's slowest range was in flight")
+	}
+	close(release)
+	<-done
+	if got := fetchSeg(t, c, s, 2); !bytes.Equal(got.Body, o.files["/vod/a/v/2.m4s"]) {
+		t.Fatal("segment 2 differs")
+	}
+}
+
+// TestPipelineBounded: the pipeline runs at most one segment ahead of the player: a
+// player that stopped after segment 1 has caused requests for segments 1 and 2 only;
+// a request elsewhere (a seek, a switch) drops what was fetched ahead and counts it.
+func TestPipelineBounded(t *testing.T) {
+	o, s := newTestOrigin(t, 100_000, 100_000, 100_000, 100_000, 100_000)
+	o.index = true
+	seen2 := make(chan struct{}, 8)
+	o.fault = func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path == "/vod/a/v/2.m4s" {
+			seen2 <- struct{}{}
+		}
+		return false
+	}
+	c := newTestClient(t, 2)
+	fetchSeg(t, c, s, 1)
+	for range 2 { // both ranges of segment 2 asked for
+		select {
+		case <-seen2:
+		case <-time.After(20 * time.Second):
+			t.Fatal("segment 2 was not fetched ahead")
+		}
+	}
+	for _, r := range mediaRequests(o) {
+		if r.path != "/vod/a/v/1.m4s" && r.path != "/vod/a/v/2.m4s" {
+			t.Fatalf("requested %s with the player at segment 1: more than one segment ahead", r.path)
+		}
+	}
+	// A seek to segment 4: segment 2 was fetched for nothing.
+	if got := fetchSeg(t, c, s, 4); !bytes.Equal(got.Body, o.files["/vod/a/v/4.m4s"]) {
+		t.Fatal("segment 4 differs")
+	}
+	if st := c.Stats(); st.Wasted != 1 || st.Prefetched != 0 {
+		t.Errorf("stats %+v: want segment 2 counted as wasted, none taken", st)
+	}
+}
+
+// TestPipelineLiveFetchesOneAtATime: without an index (a live track) the next
+// segment's size is unknown, so nothing is fetched ahead.
+func TestPipelineLiveFetchesOneAtATime(t *testing.T) {
+	o, s := newTestOrigin(t, 100_000, 100_000)
+	c := newTestClient(t, 2)
+	fetchSeg(t, c, s, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// The ranges of segment 1 and a HEAD for its size, nothing of segment 2.
+	if _, err := c.Fetch(ctx, player.SegmentRequest{Kind: player.RequestManifest, URL: s.URL + "/vod/a/v/1.m4s"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range o.requests("") {
+		if r.path == "/vod/a/v/2.m4s" {
+			t.Fatalf("segment 2 requested ahead without a known size: %v", r)
+		}
+	}
+	if st := c.Stats(); st.Prefetched != 0 || st.Heads != 1 {
+		t.Errorf("stats %+v", st)
+	}
+}
