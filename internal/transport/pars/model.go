@@ -82,6 +82,10 @@ type EstimatorConfig struct {
 	// Tolerance: two samples in a row further than this share from the model's X_N
 	// (the network changed) start a new probe (0.35).
 	Tolerance float64
+	// MinGain: when X2 is at most (1+MinGain)·X1, one connection already fills the
+	// bottleneck (a BBR sender on a lossy link, a link with no loss): the estimator
+	// uses N = 1 and says so rather than opening connections that add nothing (0.05).
+	MinGain float64
 }
 
 func (c EstimatorConfig) withDefaults() EstimatorConfig {
@@ -103,6 +107,9 @@ func (c EstimatorConfig) withDefaults() EstimatorConfig {
 	}
 	if c.Tolerance <= 0 {
 		c.Tolerance = 0.35
+	}
+	if c.MinGain <= 0 {
+		c.MinGain = 0.05
 	}
 	return c
 }
@@ -259,6 +266,18 @@ func (e *Estimator) solve() {
 	est := Estimate{X1: x1, X2: x2, Estimates: e.est.Estimates + 1, At: e.now()}
 	c, m, err := Solve(x1, x2)
 	switch {
+	case x2 <= (1+e.cfg.MinGain)*x1:
+		est.Valid = err == nil
+		if est.Valid {
+			est.Capacity, est.Competing = c, m
+		}
+		est.Connections = 1
+		est.Reason = fmt.Sprintf("one connection already fills the link: X2 %.0f kbit/s is within %.0f%% of X1 %.0f kbit/s; using N=1",
+			x2/1000, 100*e.cfg.MinGain, x1/1000)
+		if err != nil {
+			est.Reason += " (" + err.Error() + ")"
+		}
+		e.prevN = 1
 	case err == nil:
 		est.Valid, est.Capacity, est.Competing = true, c, m
 		est.Connections = Choose(m, e.cfg.Share, e.cfg.Max)

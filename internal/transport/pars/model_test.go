@@ -147,6 +147,23 @@ func TestEstimatorFallsBack(t *testing.T) {
 			t.Fatalf("estimate %+v, want invalid, N=1, saying X2 ≤ X1", est)
 		}
 	})
+	t.Run("one connection fills the link", func(t *testing.T) {
+		for _, tc := range []struct {
+			x2    int64
+			wantN int
+		}{{1_040_000, 1}, {1_050_000, 1}, {1_200_000, 2}} {
+			e := NewEstimator(EstimatorConfig{ProbeSamples: 1})
+			e.Observe(2, tc.x2, time.Second)
+			e.Observe(1, 1_000_000, time.Second)
+			est := e.Current()
+			if est.Connections != tc.wantN || e.Next() != tc.wantN {
+				t.Errorf("X2 = %d·X1/1e6: estimate %+v, want N=%d", tc.x2, est, tc.wantN)
+			}
+			if tc.wantN == 1 && (!est.Valid || !strings.Contains(est.Reason, "one connection already fills the link")) {
+				t.Errorf("X2 = %d·X1/1e6: estimate %+v, want a valid model that says one connection fills the link", tc.x2, est)
+			}
+		}
+	})
 	t.Run("superlinear, no earlier estimate", func(t *testing.T) {
 		e := NewEstimator(EstimatorConfig{ProbeSamples: 1, Fallback: 3})
 		e.Observe(2, 3_000_000, time.Second)
