@@ -45,6 +45,10 @@ type Options struct {
 	// starting the next segment's ranges on connections that finished their range of
 	// the current one (pipeline.go). For comparisons.
 	NoPipeline bool
+	// Ahead is how many segments beyond the one asked for the pipeline may fetch (2):
+	// with one, a connection that finished its range of the next segment while the
+	// current one's slowest range was still running had nothing to do.
+	Ahead int
 }
 
 // Client is ParS from the player's side: each media segment is fetched as N byte
@@ -92,6 +96,9 @@ func New(o Options) (*Client, error) {
 	}
 	if o.MinRange <= 0 {
 		o.MinRange = 16 << 10
+	}
+	if o.Ahead <= 0 {
+		o.Ahead = 2
 	}
 	if o.SkipRTTs <= 0 {
 		o.SkipRTTs = 4

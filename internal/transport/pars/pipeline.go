@@ -20,12 +20,12 @@ import (
 //
 // So each rendition (a chain: the URLs that differ only in the segment number) has
 // its connections work through a queue of ranges: the ranges of the segment the
-// player asked for, then those of the one after it. A connection that finishes its
+// player asked for, then those of the ones after it. A connection that finishes its
 // range of segment n starts a range of n+1 at once; the player's request for n+1 is
-// answered from that fetch in flight. The pipeline is bounded: at most one segment
-// beyond the one the player asked for is fetched, so a player whose buffer is full
-// (it stops asking) costs at most one segment, and a switch to another rendition
-// drops it (Stats.Wasted). The next segment is fetched ahead only when its size is
+// answered from that fetch in flight. The pipeline is bounded: at most Options.Ahead
+// segments (2) beyond the one the player asked for are fetched, so a player whose
+// buffer is full (it stops asking) costs at most that, and a switch to another
+// rendition drops them (Stats.Wasted). A segment is fetched ahead only when its size is
 // known without a request (the sidecar index of an on-demand asset); live segments
 // and URLs without the number in their last path element are fetched one at a time,
 // as before.
@@ -82,8 +82,7 @@ func (c *Client) newJob(u string, num uint64, n int, size int64) *segJob {
 	j := &segJob{u: u, num: num, n: n, size: size, ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	if n > 1 && size > 0 {
 		if rs := Split(size, n, c.opts.MinRange); len(rs) > 1 {
-			j.ranges = rs
-			j.buf = make([]byte, size)
+			j.ranges = rs // j.buf is made when the first range starts
 			j.sf = &segFetch{size: size, cancels: make([]context.CancelFunc, len(rs))}
 			j.ctxs = make([]context.Context, len(rs))
 			for i := range rs {
@@ -157,16 +156,23 @@ func (c *Client) fetchPipelined(ctx context.Context, req player.SegmentRequest, 
 			c.loadIndex(ctx, req.URL) // so that the next segment's size is known
 		}
 	}
-	// The segment after it, if its size is known without asking (or it is fetched whole).
-	var ahead *segJob
-	if nu, ok := nextURL(req.URL, req.Number, req.Number+1); ok {
-		if size, known := c.knownSize(nu); known {
-			if whole {
-				size = -1
-			}
-			ahead = c.newJob(nu, req.Number+1, n, size)
-			ahead.ahead = true
+	// The segments after it, as far as their sizes are known without asking.
+	var ahead []*segJob
+	for k := uint64(1); k <= uint64(c.opts.Ahead); k++ {
+		nu, ok := nextURL(req.URL, req.Number, req.Number+k)
+		if !ok {
+			break
 		}
+		size, known := c.knownSize(nu)
+		if !known {
+			break
+		}
+		if whole {
+			size = -1
+		}
+		a := c.newJob(nu, req.Number+k, n, size)
+		a.ahead = true
+		ahead = append(ahead, a)
 	}
 	c.mu.Lock()
 	ch.schedule(j, ahead, n)
@@ -243,23 +249,28 @@ func (j *segJob) isDone() bool {
 	}
 }
 
-// schedule makes j the segment asked for and ahead (if any) the one after it, and
-// puts idle or new connections to work, up to n. Callers hold c.mu.
-func (ch *chain) schedule(j, ahead *segJob, n int) {
+// schedule makes j the segment asked for and ahead the ones after it (a job already
+// under way for one of them is kept), and puts idle or new connections to work, up
+// to n. Callers hold c.mu.
+func (ch *chain) schedule(j *segJob, ahead []*segJob, n int) {
 	jobs := []*segJob{j}
 	for _, x := range ch.jobs {
-		switch {
-		case x == j:
-		case ahead != nil && x.u == ahead.u && !(x.isDone() && x.err != nil):
-			ahead.cancel()
-			ahead = x // already on its way (the same segment asked again)
-		default:
+		if x == j {
+			continue
+		}
+		kept := false
+		for i, a := range ahead {
+			if x.u == a.u && !(x.isDone() && x.err != nil) {
+				a.cancel()
+				ahead[i], kept = x, true // already on its way
+				break
+			}
+		}
+		if !kept {
 			ch.drop([]*segJob{x})
 		}
 	}
-	if ahead != nil {
-		jobs = append(jobs, ahead)
-	}
+	jobs = append(jobs, ahead...)
 	ch.jobs = jobs
 	ch.want = n
 	todo := 0
@@ -300,6 +311,9 @@ func (ch *chain) work(l *lane) {
 				x.next++
 				if x.start.IsZero() {
 					x.start = time.Now()
+				}
+				if x.ranges != nil && x.buf == nil {
+					x.buf = make([]byte, x.size)
 				}
 				break
 			}

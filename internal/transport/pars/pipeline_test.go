@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -94,39 +96,46 @@ func TestPipelineOverlaps(t *testing.T) {
 	}
 }
 
-// TestPipelineBounded: the pipeline runs at most one segment ahead of the player: a
-// player that stopped after segment 1 has caused requests for segments 1 and 2 only;
-// a request elsewhere (a seek, a switch) drops what was fetched ahead and counts it.
+// TestPipelineBounded: the pipeline runs at most Ahead segments ahead of the player:
+// a player that stopped after segment 1 has caused requests for segments 1 to
+// 1+Ahead only; a request elsewhere (a seek, a switch) drops what was fetched ahead
+// and counts it.
 func TestPipelineBounded(t *testing.T) {
-	o, s := newTestOrigin(t, 100_000, 100_000, 100_000, 100_000, 100_000)
-	o.index = true
-	seen2 := make(chan struct{}, 8)
-	o.fault = func(w http.ResponseWriter, r *http.Request) bool {
-		if r.URL.Path == "/vod/a/v/2.m4s" {
-			seen2 <- struct{}{}
-		}
-		return false
-	}
-	c := newTestClient(t, 2)
-	fetchSeg(t, c, s, 1)
-	for range 2 { // both ranges of segment 2 asked for
-		select {
-		case <-seen2:
-		case <-time.After(20 * time.Second):
-			t.Fatal("segment 2 was not fetched ahead")
-		}
-	}
-	for _, r := range mediaRequests(o) {
-		if r.path != "/vod/a/v/1.m4s" && r.path != "/vod/a/v/2.m4s" {
-			t.Fatalf("requested %s with the player at segment 1: more than one segment ahead", r.path)
-		}
-	}
-	// A seek to segment 4: segment 2 was fetched for nothing.
-	if got := fetchSeg(t, c, s, 4); !bytes.Equal(got.Body, o.files["/vod/a/v/4.m4s"]) {
-		t.Fatal("segment 4 differs")
-	}
-	if st := c.Stats(); st.Wasted != 1 || st.Prefetched != 0 {
-		t.Errorf("stats %+v: want segment 2 counted as wasted, none taken", st)
+	for _, ahead := range []int{1, 2} {
+		t.Run(fmt.Sprintf("ahead=%d", ahead), func(t *testing.T) {
+			o, s := newTestOrigin(t, 100_000, 100_000, 100_000, 100_000, 100_000, 100_000)
+			o.index = true
+			last := fmt.Sprintf("/vod/a/v/%d.m4s", 1+ahead)
+			seenLast := make(chan struct{}, 8)
+			o.fault = func(w http.ResponseWriter, r *http.Request) bool {
+				if r.URL.Path == last {
+					seenLast <- struct{}{}
+				}
+				return false
+			}
+			c := newTestClient(t, 2, func(o *Options) { o.Ahead = ahead })
+			fetchSeg(t, c, s, 1)
+			for range 2 { // both ranges of the last segment ahead asked for
+				select {
+				case <-seenLast:
+				case <-time.After(20 * time.Second):
+					t.Fatalf("%s was not fetched ahead", last)
+				}
+			}
+			for _, r := range mediaRequests(o) {
+				n, _ := strconv.Atoi(strings.TrimSuffix(path.Base(r.path), ".m4s"))
+				if n > 1+ahead {
+					t.Fatalf("requested %s with the player at segment 1: more than %d segments ahead", r.path, ahead)
+				}
+			}
+			// A seek to segment 6: what was fetched ahead was for nothing.
+			if got := fetchSeg(t, c, s, 6); !bytes.Equal(got.Body, o.files["/vod/a/v/6.m4s"]) {
+				t.Fatal("segment 6 differs")
+			}
+			if st := c.Stats(); st.Wasted != int64(ahead) || st.Prefetched != 0 {
+				t.Errorf("stats %+v: want %d segments counted as wasted, none taken", st, ahead)
+			}
+		})
 	}
 }
 
