@@ -117,7 +117,9 @@ func upLab(ctx context.Context, dirs map[time.Duration]string, named map[string]
 		nw.Close()
 		return nil, err
 	}
-	l.origin = &http.Server{Handler: srv.Handler()}
+	l.origin = &http.Server{Handler: srv.Handler(), Protocols: new(http.Protocols)}
+	l.origin.Protocols.SetHTTP1(true)
+	l.origin.Protocols.SetUnencryptedHTTP2(true) // ParS with -streams 2 speaks h2c on each connection
 	go l.origin.Serve(ln)
 	l.base = fmt.Sprintf("http://%s:%d", nw.Server(), port)
 	return l, nil

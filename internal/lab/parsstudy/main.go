@@ -48,6 +48,7 @@ type options struct {
 	serial         bool         // also ParS without pipelining (pars-serial), for A/B in the same run
 	startupN       []int
 	small          bool // start-up also with the small first segment (360p, 1 s)
+	streams        int  // ParS requests per connection at once (2: h2c on each connection)
 }
 
 func main() {
@@ -67,6 +68,7 @@ func main() {
 	var conns, ariaN, startupN string
 	flag.StringVar(&conns, "connections", "1,2,4,8", "N of the throughput and model cells")
 	flag.StringVar(&ariaN, "aria", "", "N at which aria2c -x N runs beside ParS (default: every -connections)")
+	flag.IntVar(&o.streams, "streams", 1, "ParS: requests per connection at once; 2 speaks h2c on each of the N connections (pipelining within a connection)")
 	flag.BoolVar(&o.serial, "serial", true, "also run ParS without pipelining (client pars-serial) in the same run")
 	flag.StringVar(&startupN, "startup-connections", "1,2,4,8", "N of the start-up cells")
 	flag.BoolVar(&o.small, "startup-small", true, "start-up also with a small first segment: 360p at 800 kbit/s in 1 s segments")

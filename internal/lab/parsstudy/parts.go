@@ -14,6 +14,7 @@ import (
 	"github.com/streambed/streambed/internal/player"
 	"github.com/streambed/streambed/internal/player/abr"
 	"github.com/streambed/streambed/internal/player/dash"
+	"github.com/streambed/streambed/internal/transport/httppull"
 	"github.com/streambed/streambed/internal/transport/pars"
 )
 
@@ -60,8 +61,8 @@ func goodput(rate float64) float64 { return rate * 1448 / 1500 }
 // parsCell plays the segments back to back as a player would ask for them (the media
 // request with its number), with ParS over n connections, pipelined or one segment at
 // a time (serial), fresh connections kept open across segments, until budget has passed.
-func parsCell(ctx context.Context, l *lab, urls []string, nums []uint64, n int, budget time.Duration, serial bool) (m map[string]any, samples []pars.Sample, count int, err error) {
-	c, err := pars.New(pars.Options{Connections: n, NoPipeline: serial, ConnOptions: pars.ConnOptions{DialContext: l.dial}})
+func parsCell(ctx context.Context, l *lab, urls []string, nums []uint64, n int, budget time.Duration, serial bool, streams int) (m map[string]any, samples []pars.Sample, count int, err error) {
+	c, err := pars.New(pars.Options{Connections: n, NoPipeline: serial, ConnOptions: laneOptions(l, streams)})
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -89,6 +90,16 @@ func parsCell(ctx context.Context, l *lab, urls []string, nums []uint64, n int, 
 		"prefetched":      st.Prefetched,
 		"wasted":          st.Wasted,
 	}, st.Samples, count, nil
+}
+
+// laneOptions are ParS's connections in the lab: dialled from the client host, with
+// h2c on each connection when it carries more than one request at once.
+func laneOptions(l *lab, streams int) pars.ConnOptions {
+	o := pars.ConnOptions{DialContext: l.dial, Streams: streams}
+	if streams > 1 {
+		o.LaneProtocol = httppull.H2C
+	}
+	return o
 }
 
 // ariaCell downloads the first count segments (cycled) with aria2c within budget.
@@ -232,7 +243,11 @@ func throughputAndModel(ctx context.Context, l *lab, o options, meta func(string
 					cell := experiment.Cell{"condition": c.Name, "client": client, "connections": strconv.Itoa(n)}
 					run := experiment.Run{Key: thr.Scenario.Key(cell), Cell: cell, Rep: rep}
 					t0 := time.Now()
-					m, s, k, err := parsCell(ctx, l, urls, nums, n, o.budget, serial)
+					streams := o.streams
+					if serial {
+						streams = 1
+					}
+					m, s, k, err := parsCell(ctx, l, urls, nums, n, o.budget, serial, streams)
 					run.Seconds = time.Since(t0).Seconds()
 					if err != nil {
 						run.Error = err.Error()

@@ -94,6 +94,9 @@ func New(o Options) (*Client, error) {
 	if !o.Auto && (o.Connections < 1 || o.Connections > o.MaxConnections) {
 		return nil, fmt.Errorf("pars: %d connections: want 1..%d or auto", o.Connections, o.MaxConnections)
 	}
+	if o.Streams > 1 && o.LaneProtocol == httppull.HTTP1 {
+		return nil, fmt.Errorf("pars: %d streams per connection need HTTP/2 on each connection (LaneProtocol h2 or h2c); HTTP/1.1 would open more connections", o.Streams)
+	}
 	if o.MinRange <= 0 {
 		o.MinRange = 16 << 10
 	}
@@ -119,8 +122,14 @@ func New(o Options) (*Client, error) {
 	return c, nil
 }
 
-// Protocol is always HTTP/1.1: ParS needs separate TCP connections.
-func (c *Client) Protocol() string { return "HTTP/1.1" }
+// Protocol is HTTP/1.1 (ParS needs separate TCP connections), or HTTP/2.0 when each
+// of them carries more than one request at once (ConnOptions.Streams).
+func (c *Client) Protocol() string {
+	if c.opts.LaneProtocol == httppull.HTTP1 {
+		return "HTTP/1.1"
+	}
+	return "HTTP/2.0"
+}
 
 // WireBytes returns the bytes read and written on all connections so far.
 func (c *Client) WireBytes() (read, written int64) { return c.pool.wireBytes() }

@@ -40,10 +40,12 @@ type chain struct {
 	used time.Time
 
 	// Guarded by c.mu.
-	want  int     // connections the newest requested segment asked for
-	owned int     // lanes taken from the pool and not given back
-	idle  []*lane // owned lanes with nothing to do
-	jobs  []*segJob
+	want    int     // connections the newest requested segment asked for
+	owned   int     // lanes taken from the pool and not given back
+	idle    []*lane // free request slots: each owned lane once per free stream
+	busy    map[*lane]int
+	jobs    []*segJob
+	retired bool
 }
 
 // segJob is one segment being fetched by a chain.
@@ -111,7 +113,7 @@ func (c *Client) chainFor(key string) *chain {
 			old.retire()
 			delete(c.chains, old.key)
 		}
-		ch = &chain{c: c, key: key}
+		ch = &chain{c: c, key: key, busy: map[*lane]int{}}
 		c.chains[key] = ch
 	}
 	ch.used = time.Now()
@@ -121,12 +123,19 @@ func (c *Client) chainFor(key string) *chain {
 // retire cancels the chain's jobs and gives its idle lanes back; busy lanes go back
 // when their range ends. Callers hold c.mu.
 func (ch *chain) retire() {
+	ch.retired = true
 	ch.drop(ch.jobs)
 	ch.jobs = nil
 	ch.want = 0
-	ch.c.pool.put(ch.idle)
-	ch.owned -= len(ch.idle)
-	ch.idle = nil
+	seen := map[*lane]bool{}
+	for _, l := range ch.idle { // a lane is there once per free stream
+		if !seen[l] && ch.busy[l] == 0 {
+			seen[l] = true
+			ch.c.pool.put([]*lane{l})
+			ch.owned--
+		}
+	}
+	ch.idle = nil // lanes still busy go back when their last request ends (work)
 }
 
 // fetchPipelined fetches media segment req with n connections through its chain;
@@ -194,11 +203,13 @@ func (c *Client) fetchPipelined(ctx context.Context, req player.SegmentRequest, 
 	if j.ahead {
 		c.prefetched.Add(1)
 	}
-	resp = &player.Response{Body: j.body, PayloadBytes: int64(len(j.body)), Start: j.start, FirstByte: j.m.firstByte(), End: j.end, Protocol: "HTTP/1.1"}
+	resp = &player.Response{Body: j.body, PayloadBytes: int64(len(j.body)), Start: j.start, FirstByte: j.m.firstByte(), End: j.end, Protocol: c.Protocol()}
 	if resp.FirstByte.IsZero() {
 		resp.FirstByte = j.end
 	}
-	resp.OverheadBytes, resp.OverheadExact = max(j.wire-resp.PayloadBytes, 0), true
+	// With more than one request per connection the bytes on it are not this
+	// segment's alone.
+	resp.OverheadBytes, resp.OverheadExact = max(j.wire-resp.PayloadBytes, 0), c.opts.Streams == 1
 	return resp, c.sample(j.m, n, len(j.ranges), j.start, j.end, resp.PayloadBytes), true, nil
 }
 
@@ -277,7 +288,7 @@ func (ch *chain) schedule(j *segJob, ahead []*segJob, n int) {
 	for _, x := range ch.jobs {
 		todo += x.units() - x.next
 	}
-	for ; todo > 0; todo-- {
+	for todo > 0 {
 		var l *lane
 		switch {
 		case len(ch.idle) > 0:
@@ -290,9 +301,16 @@ func (ch *chain) schedule(j *segJob, ahead []*segJob, n int) {
 			}
 			l = ls[0]
 			ch.owned++
+			// A connection that carries more than one request at a time is a slot
+			// for each (Streams): the others wait in idle.
+			for k := 1; k < ch.c.opts.Streams; k++ {
+				ch.idle = append(ch.idle, l)
+			}
 		default:
 			return
 		}
+		todo--
+		ch.busy[l]++
 		go ch.work(l)
 	}
 }
@@ -319,10 +337,19 @@ func (ch *chain) work(l *lane) {
 			}
 		}
 		if j == nil {
-			if ch.owned > ch.want || c.chains[ch.key] != ch {
+			ch.busy[l]--
+			switch {
+			case ch.retired:
+				if ch.busy[l] == 0 {
+					delete(ch.busy, l)
+					ch.owned--
+					c.pool.put([]*lane{l})
+				}
+			case c.opts.Streams == 1 && ch.owned > ch.want:
+				delete(ch.busy, l)
 				ch.owned--
 				c.pool.put([]*lane{l})
-			} else {
+			default:
 				ch.idle = append(ch.idle, l)
 			}
 			c.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"path"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/streambed/streambed/internal/player"
+	"github.com/streambed/streambed/internal/transport/httppull"
 )
 
 // mediaRequests lists the origin's GETs of segments.
@@ -158,5 +160,111 @@ func TestPipelineLiveFetchesOneAtATime(t *testing.T) {
 	}
 	if st := c.Stats(); st.Prefetched != 0 || st.Heads != 1 {
 		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestStreamsPerConnection: with two streams per connection (h2c on each of the N
+// connections) the segments are reassembled, no more than N TCP connections are
+// opened, and a connection asks for the next segment while its current one is still
+// being sent (shown with N = 1: segment 1 held, segment 2 asked on the same
+// connection).
+func TestStreamsPerConnection(t *testing.T) {
+	o := &testOrigin{files: map[string][]byte{}, index: true}
+	for i := 1; i <= 4; i++ {
+		b := make([]byte, 200_000+i)
+		for j := range b {
+			b[j] = byte(i*31 + j*7)
+		}
+		o.files[fmt.Sprintf("/vod/a/v/%d.m4s", i)] = b
+	}
+	release := make(chan struct{})
+	heldOn := make(chan string, 1)
+	sameConn := make(chan struct{}, 1)
+	o.fault = func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path == "/vod/a/v/1.m4s" {
+			heldOn <- r.RemoteAddr
+			<-release
+			return false
+		}
+		select {
+		case held := <-heldOn:
+			heldOn <- held
+			if r.RemoteAddr == held {
+				select {
+				case sameConn <- struct{}{}:
+				default:
+				}
+			}
+		default:
+		}
+		return false
+	}
+	s := httptest.NewUnstartedServer(o)
+	s.Config.Protocols = new(http.Protocols)
+	s.Config.Protocols.SetHTTP1(true)
+	s.Config.Protocols.SetUnencryptedHTTP2(true)
+	s.Start()
+	t.Cleanup(s.Close)
+	if _, err := New(Options{Connections: 2, ConnOptions: ConnOptions{Streams: 2}}); err == nil {
+		t.Fatal("two streams per HTTP/1.1 connection accepted")
+	}
+	c := newTestClient(t, 1, func(o *Options) { o.Streams, o.LaneProtocol = 2, httppull.H2C })
+	done := make(chan *player.Response, 1)
+	go func() { done <- fetchSeg(t, c, s, 1) }()
+	select {
+	case <-sameConn:
+	case <-time.After(20 * time.Second):
+		close(release)
+		t.Fatal("no second request on the connection whose segment was held")
+	}
+	close(release)
+	if got := <-done; !bytes.Equal(got.Body, o.files["/vod/a/v/1.m4s"]) || got.Protocol != "HTTP/2.0" {
+		t.Fatalf("segment 1: %d bytes over %s", len(got.Body), got.Protocol)
+	}
+	for i := 2; i <= 4; i++ {
+		if got := fetchSeg(t, c, s, i); !bytes.Equal(got.Body, o.files[fmt.Sprintf("/vod/a/v/%d.m4s", i)]) {
+			t.Fatalf("segment %d differs", i)
+		}
+	}
+	conns := map[string]bool{}
+	for _, r := range mediaRequests(o) {
+		conns[r.remote] = true
+	}
+	if len(conns) != 1 {
+		t.Errorf("%d TCP connections for N=1: %v", len(conns), conns)
+	}
+}
+
+// TestStreamsReassembly: N = 2 and 4 connections with two streams each fetch every
+// segment whole and correct, over at most N connections.
+func TestStreamsReassembly(t *testing.T) {
+	for _, n := range []int{2, 4} {
+		o := &testOrigin{files: map[string][]byte{}, index: true}
+		for i := 1; i <= 6; i++ {
+			b := make([]byte, 100_000*i+i)
+			for j := range b {
+				b[j] = byte(i*13 + j*5)
+			}
+			o.files[fmt.Sprintf("/vod/a/v/%d.m4s", i)] = b
+		}
+		s := httptest.NewUnstartedServer(o)
+		s.Config.Protocols = new(http.Protocols)
+		s.Config.Protocols.SetUnencryptedHTTP2(true)
+		s.Start()
+		c := newTestClient(t, n, func(o *Options) { o.Streams, o.LaneProtocol = 2, httppull.H2C })
+		for i := 1; i <= 6; i++ {
+			if got := fetchSeg(t, c, s, i); !bytes.Equal(got.Body, o.files[fmt.Sprintf("/vod/a/v/%d.m4s", i)]) {
+				t.Fatalf("N=%d: segment %d differs", n, i)
+			}
+		}
+		conns := map[string]bool{}
+		for _, r := range mediaRequests(o) {
+			conns[r.remote] = true
+		}
+		if len(conns) > n {
+			t.Errorf("N=%d: %d TCP connections", n, len(conns))
+		}
+		c.Close()
+		s.Close()
 	}
 }
