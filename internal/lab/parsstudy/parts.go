@@ -92,6 +92,27 @@ func parsCell(ctx context.Context, l *lab, urls []string, nums []uint64, n int, 
 	}, st.Samples, count, nil
 }
 
+// parsVariant is one way of running ParS in the throughput cells.
+type parsVariant struct {
+	name    string
+	serial  bool // one segment at a time (no pipelining)
+	streams int  // requests per connection at once
+}
+
+// parsVariants: ParS as the client does it by default (pipelined, HTTP/1.1), with
+// -streams N each connection carrying N requests over h2c (pars-h2xN), and with
+// -serial one segment at a time as before pipelining (pars-serial).
+func parsVariants(o options) []parsVariant {
+	vs := []parsVariant{{name: "pars", streams: 1}}
+	if o.streams > 1 {
+		vs = append(vs, parsVariant{name: fmt.Sprintf("pars-h2x%d", o.streams), streams: o.streams})
+	}
+	if o.serial {
+		vs = append(vs, parsVariant{name: "pars-serial", serial: true, streams: 1})
+	}
+	return vs
+}
+
 // laneOptions are ParS's connections in the lab: dialled from the client host, with
 // h2c on each connection when it carries more than one request at once.
 func laneOptions(l *lab, streams int) pars.ConnOptions {
@@ -162,9 +183,13 @@ func throughputAndModel(ctx context.Context, l *lab, o options, meta func(string
 	if err != nil {
 		return nil, nil, err
 	}
-	clientNames := []string{"pars"}
-	if o.serial {
-		clientNames = append(clientNames, "pars-serial")
+	variants := parsVariants(o)
+	if !o.parts["throughput"] {
+		variants = variants[:1] // the model needs ParS as it is
+	}
+	var clientNames []string
+	for _, v := range variants {
+		clientNames = append(clientNames, v.name)
 	}
 	clientNames = append(clientNames, "aria2c", "tcp-bulk")
 	var total int64
@@ -207,11 +232,7 @@ func throughputAndModel(ctx context.Context, l *lab, o options, meta func(string
 			"best_n", "agg_chosen_n", "auto_connections", "auto_capacity_kbps", "auto_competing_flows", "autoseg_connections", "autoseg_capacity_kbps", "autoseg_competing_flows",
 			"competitors_kbps"},
 	}
-	perN := 1
-	if o.parts["throughput"] && o.serial {
-		perN++
-	}
-	cells := len(conds) * (len(o.conns)*perN + 2*len(o.ariaN)) * o.reps
+	cells := len(conds) * (len(o.conns)*len(variants) + 2*len(o.ariaN)) * o.reps
 	done := 0
 	for rep := 1; rep <= o.reps; rep++ {
 		for _, c := range conds {
@@ -228,25 +249,14 @@ func throughputAndModel(ctx context.Context, l *lab, o options, meta func(string
 			measured, whole := map[int]float64{}, map[int]float64{}
 			for _, n := range o.conns {
 				count := 0
-				modes := []bool{false}
-				if o.parts["throughput"] && o.serial {
-					modes = append(modes, true)
-				}
-				for _, serial := range modes {
+				for _, v := range variants {
 					if err := ctx.Err(); err != nil {
 						return nil, nil, err
 					}
-					client := "pars"
-					if serial {
-						client = "pars-serial"
-					}
+					client, serial, streams := v.name, v.serial, v.streams
 					cell := experiment.Cell{"condition": c.Name, "client": client, "connections": strconv.Itoa(n)}
 					run := experiment.Run{Key: thr.Scenario.Key(cell), Cell: cell, Rep: rep}
 					t0 := time.Now()
-					streams := o.streams
-					if serial {
-						streams = 1
-					}
 					m, s, k, err := parsCell(ctx, l, urls, nums, n, o.budget, serial, streams)
 					run.Seconds = time.Since(t0).Seconds()
 					if err != nil {
@@ -254,7 +264,7 @@ func throughputAndModel(ctx context.Context, l *lab, o options, meta func(string
 					} else {
 						m["link_share"] = round(m["throughput_kbps"].(float64)*1000/float64(c.Rate), 3)
 						run.Metrics = m
-						if !serial {
+						if client == "pars" {
 							measured[n] = steadyRate(s, n)
 							whole[n] = m["throughput_kbps"].(float64) * 1000
 							count = k
@@ -467,9 +477,11 @@ func startup(ctx context.Context, l *lab, o options, r *experiment.Results) (*ex
 	for _, c := range contents {
 		cnames = append(cnames, c.name)
 	}
-	modes := []string{"pars"}
-	if o.serial {
-		modes = append(modes, "pars-serial")
+	var modes []string
+	streams := map[string]int{}
+	for _, v := range parsVariants(o) {
+		modes = append(modes, v.name)
+		streams[v.name] = v.streams
 	}
 	modes = append(modes, "parallel")
 	r.Scenario = &experiment.Scenario{
@@ -477,7 +489,7 @@ func startup(ctx context.Context, l *lab, o options, r *experiment.Results) (*ex
 		Title: "ParS against Parallel — time to start playback",
 		Description: "The headless player plays an asset (720p-2s: 720p 3 Mbit/s in 2 s segments, about 760 kB each; 360p-1s: 360p 800 kbit/s in 1 s segments, about 100 kB; " +
 			"each with 128k audio, fixed rendition) on the default link (10 Mbit/s, 50 ms, 1% loss) " +
-			"for 5 s with fresh connections: ParS fetches each segment as N ranges over N connections (pars pipelined, pars-serial one segment at a time); Parallel fetches N different segments at once " +
+			"for 5 s with fresh connections: ParS fetches each segment as N ranges over N connections (pars pipelined, pars-h2xS with S requests per connection over h2c, pars-serial one segment at a time); Parallel fetches N different segments at once " +
 			"(the requested one and the next N−1). startup_delay_ms runs from before the manifest request to playback start (one segment of video and audio buffered).",
 		Matrix:      experiment.Matrix{{Name: "content", Values: cnames}, {Name: "mode", Values: modes}, {Name: "connections", Values: itoas(o.startupN)}},
 		Repetitions: o.reps + 1,
@@ -500,15 +512,14 @@ func startup(ctx context.Context, l *lab, o options, r *experiment.Results) (*ex
 					run := experiment.Run{Key: r.Scenario.Key(cell), Cell: cell, Rep: rep}
 					var f player.Fetcher
 					var closeF func() error
-					conn := pars.ConnOptions{DialContext: l.dial}
 					if mode == "parallel" {
-						p, err := pars.NewParallel(n, conn)
+						p, err := pars.NewParallel(n, pars.ConnOptions{DialContext: l.dial})
 						if err != nil {
 							return nil, err
 						}
 						f, closeF = p, p.Close
 					} else {
-						c, err := pars.New(pars.Options{Connections: n, NoPipeline: mode == "pars-serial", ConnOptions: conn})
+						c, err := pars.New(pars.Options{Connections: n, NoPipeline: mode == "pars-serial", ConnOptions: laneOptions(l, streams[mode])})
 						if err != nil {
 							return nil, err
 						}
