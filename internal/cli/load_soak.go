@@ -115,6 +115,9 @@ func printSoak(w io.Writer, r *load.SoakResult) {
 	for _, s := range r.Slopes {
 		fmt.Fprintf(w, "  slope %-17s %+.3g per hour (mean %.4g, %+.2f%%/h, r² %.2f, %d samples)\n", s.Metric, s.PerHour, s.Mean, 100*s.RelHour, s.R2, s.Samples)
 	}
+	for _, s := range r.SlopesLate {
+		fmt.Fprintf(w, "  second half: slope %-17s %+.3g per hour (mean %.4g, %+.2f%%/h, r² %.2f)\n", s.Metric, s.PerHour, s.Mean, 100*s.RelHour, s.R2)
+	}
 	fmt.Fprintf(w, "  baseline → after: goroutines %.0f → %.0f, open fds %.0f → %.0f (settled in %.1f s)\n",
 		r.Baseline.Goroutines, r.After.Goroutines, r.Baseline.OpenFDs, r.After.OpenFDs, r.SettledS)
 	for _, m := range r.Minutes {

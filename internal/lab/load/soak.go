@@ -119,6 +119,9 @@ type SoakResult struct {
 	Kinds       []*SoakKind      `json:"kinds"`
 	Samples     []OriginSample   `json:"samples"`
 	Slopes      []Slope          `json:"slopes"` // over the steady part (after the ramp, before the leave)
+	// SlopesLate are the same over the second half of the steady part: warm-up (the
+	// heap growing to its working size) is over there, a leak is not.
+	SlopesLate []Slope `json:"slopes_second_half"`
 	Minutes     []ResponseMinute `json:"minutes"`
 	Baseline    OriginSample     `json:"baseline"` // before any viewer joined
 	After       OriginSample     `json:"after"`    // once every viewer had left and the origin settled
@@ -240,7 +243,9 @@ func RunSoak(ctx context.Context, o SoakOptions) (*SoakResult, error) {
 	}
 	res.Samples = append(append([]OriginSample{base}, samples...), after)
 	res.After, res.SettledS = after, settled.Seconds()
-	res.Slopes = slopes(res.Samples, o.Ramp.Seconds(), left.Sub(begin).Seconds())
+	end := left.Sub(begin).Seconds()
+	res.Slopes = slopes(res.Samples, o.Ramp.Seconds(), end)
+	res.SlopesLate = slopes(res.Samples, (o.Ramp.Seconds()+end)/2, end)
 	res.Minutes = rec.minutes()
 	res.LoadCPUS = round(selfCPU() - cpu0)
 	for _, k := range res.Kinds {
