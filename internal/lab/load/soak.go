@@ -105,28 +105,28 @@ func (o *SoakOptions) defaults() error {
 
 // SoakResult is what a soak measured.
 type SoakResult struct {
-	Channel     string           `json:"channel"`
-	Tracks      []string         `json:"tracks"`
-	SegmentS    float64          `json:"segment_s"`
-	EncodedKbps float64          `json:"encoded_kbps"`
-	DurationS   float64          `json:"duration_s"`
-	RampS       float64          `json:"ramp_s"`
-	SessionS    float64          `json:"session_mean_s"`
-	Vanish      float64          `json:"vanish_share"`
-	Slow        float64          `json:"slow_share"`
-	SlowBps     int64            `json:"slow_bytes_per_s"`
-	StallAfterS float64          `json:"stall_after_s"`
-	Kinds       []*SoakKind      `json:"kinds"`
-	Samples     []OriginSample   `json:"samples"`
-	Slopes      []Slope          `json:"slopes"` // over the steady part (after the ramp, before the leave)
+	Channel     string         `json:"channel"`
+	Tracks      []string       `json:"tracks"`
+	SegmentS    float64        `json:"segment_s"`
+	EncodedKbps float64        `json:"encoded_kbps"`
+	DurationS   float64        `json:"duration_s"`
+	RampS       float64        `json:"ramp_s"`
+	SessionS    float64        `json:"session_mean_s"`
+	Vanish      float64        `json:"vanish_share"`
+	Slow        float64        `json:"slow_share"`
+	SlowBps     int64          `json:"slow_bytes_per_s"`
+	StallAfterS float64        `json:"stall_after_s"`
+	Kinds       []*SoakKind    `json:"kinds"`
+	Samples     []OriginSample `json:"samples"`
+	Slopes      []Slope        `json:"slopes"` // over the steady part (after the ramp, before the leave)
 	// SlopesLate are the same over the second half of the steady part: warm-up (the
 	// heap growing to its working size) is over there, a leak is not.
-	SlopesLate []Slope `json:"slopes_second_half"`
-	Minutes     []ResponseMinute `json:"minutes"`
-	Baseline    OriginSample     `json:"baseline"` // before any viewer joined
-	After       OriginSample     `json:"after"`    // once every viewer had left and the origin settled
-	SettledS    float64          `json:"settled_after_s"`
-	LoadCPUS    float64          `json:"load_cpu_s"`
+	SlopesLate []Slope          `json:"slopes_second_half"`
+	Minutes    []ResponseMinute `json:"minutes"`
+	Baseline   OriginSample     `json:"baseline"` // before any viewer joined
+	After      OriginSample     `json:"after"`    // once every viewer had left and the origin settled
+	SettledS   float64          `json:"settled_after_s"`
+	LoadCPUS   float64          `json:"load_cpu_s"`
 }
 
 // SoakKind is what the viewers of one kind did.
