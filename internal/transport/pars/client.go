@@ -212,17 +212,19 @@ func (c *Client) Fetch(ctx context.Context, req player.SegmentRequest) (*player.
 	}
 	if !pipelined {
 		resp, sample, err = c.fetchSegment(ctx, req.URL, n)
+		sample.N = n
 	}
 	if err != nil {
 		return nil, err
 	}
 	c.segments.Add(1)
-	c.lastN.Store(int64(n))
+	// A segment fetched ahead used the N of its time (sample.N): the estimator takes
+	// it only if that is the N it asks for now.
+	c.lastN.Store(int64(sample.N))
 	if sample.Bytes > 0 {
-		sample.N = n
 		c.samples.add(sample)
 		if c.est != nil {
-			c.est.Observe(n, sample.Bytes, sample.D)
+			c.est.Observe(sample.N, sample.Bytes, sample.D)
 		}
 	}
 	if !req.KeepBody {

@@ -210,7 +210,9 @@ func (c *Client) fetchPipelined(ctx context.Context, req player.SegmentRequest, 
 	// With more than one request per connection the bytes on it are not this
 	// segment's alone.
 	resp.OverheadBytes, resp.OverheadExact = max(j.wire-resp.PayloadBytes, 0), c.opts.Streams == 1
-	return resp, c.sample(j.m, n, len(j.ranges), j.start, j.end, resp.PayloadBytes), true, nil
+	s = c.sample(j.m, j.n, len(j.ranges), j.start, j.end, resp.PayloadBytes)
+	s.N = j.n // the N it was fetched with, which may be an earlier choice (fetched ahead)
+	return resp, s, true, nil
 }
 
 // find returns the job for u and drops the jobs before it; with none, it drops them
