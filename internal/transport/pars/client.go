@@ -177,6 +177,7 @@ type Stats struct {
 // Sample is the throughput of one segment download after slow start.
 type Sample struct {
 	N     int
+	Mixed bool // shared the link with a segment fetched with another N: not given to the estimator
 	Bytes int64
 	D     time.Duration
 	Bps   float64
@@ -223,7 +224,7 @@ func (c *Client) Fetch(ctx context.Context, req player.SegmentRequest) (*player.
 	c.lastN.Store(int64(sample.N))
 	if sample.Bytes > 0 {
 		c.samples.add(sample)
-		if c.est != nil {
+		if c.est != nil && !sample.Mixed {
 			c.est.Observe(sample.N, sample.Bytes, sample.D)
 		}
 	}

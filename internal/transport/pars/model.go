@@ -209,6 +209,14 @@ func (e *Estimator) probeN() int {
 	return 1
 }
 
+// Probing reports whether the estimator is measuring X1 and X2: its samples must
+// not share the link with fetches at another N (ParS does not fetch ahead then).
+func (e *Estimator) Probing() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.ph == probing
+}
+
 // Current returns the current estimate.
 func (e *Estimator) Current() Estimate {
 	e.mu.Lock()

@@ -59,6 +59,10 @@ type segJob struct {
 	left   int     // units not finished
 	ahead  bool    // started before the player asked for it
 	taken  bool    // the player asked for it
+	// mixed: some of its ranges ran while a segment fetched with another N was
+	// running too, so its throughput is not a sample of X_n.
+	mixed   bool
+	running int // units in flight
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -167,7 +171,11 @@ func (c *Client) fetchPipelined(ctx context.Context, req player.SegmentRequest, 
 	}
 	// The segments after it, as far as their sizes are known without asking.
 	var ahead []*segJob
-	for k := uint64(1); k <= uint64(c.opts.Ahead); k++ {
+	depth := c.opts.Ahead
+	if c.est != nil && c.est.Probing() {
+		depth = 0 // each probe alone on the link: X1 and X2 must not share it
+	}
+	for k := uint64(1); k <= uint64(depth); k++ {
 		nu, ok := nextURL(req.URL, req.Number, req.Number+k)
 		if !ok {
 			break
@@ -212,6 +220,9 @@ func (c *Client) fetchPipelined(ctx context.Context, req player.SegmentRequest, 
 	resp.OverheadBytes, resp.OverheadExact = max(j.wire-resp.PayloadBytes, 0), c.opts.Streams == 1
 	s = c.sample(j.m, j.n, len(j.ranges), j.start, j.end, resp.PayloadBytes)
 	s.N = j.n // the N it was fetched with, which may be an earlier choice (fetched ahead)
+	c.mu.Lock()
+	s.Mixed = j.mixed
+	c.mu.Unlock()
 	return resp, s, true, nil
 }
 
@@ -329,6 +340,12 @@ func (ch *chain) work(l *lane) {
 			if x.next < x.units() {
 				j, i = x, x.next
 				x.next++
+				x.running++
+				for _, y := range ch.jobs {
+					if y != x && y.running > 0 && y.n != x.n {
+						x.mixed, y.mixed = true, true
+					}
+				}
 				if x.start.IsZero() {
 					x.start = time.Now()
 				}
@@ -363,6 +380,7 @@ func (ch *chain) work(l *lane) {
 		r1, w1 := l.c.WireBytes()
 		c.mu.Lock()
 		j.wire += r1 - r0 + w1 - w0
+		j.running--
 		j.errs[i] = err
 		j.left--
 		if j.left == 0 {

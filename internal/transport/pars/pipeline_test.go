@@ -268,3 +268,23 @@ func TestStreamsReassembly(t *testing.T) {
 		s.Close()
 	}
 }
+
+// TestNoFetchAheadWhileProbing: while the estimator measures X1 and X2, each probe
+// segment has the link to itself — nothing is fetched ahead — so a one-connection
+// sample is not taken while a two-connection fetch shares the link.
+func TestNoFetchAheadWhileProbing(t *testing.T) {
+	o, s := newTestOrigin(t, 100_000, 100_000, 100_000, 100_000, 100_000)
+	o.index = true
+	c := newTestClient(t, 0, func(o *Options) { o.Auto, o.Estimator.ProbeSamples = true, 1000 })
+	for i := 1; i <= 5; i++ {
+		fetchSeg(t, c, s, i)
+	}
+	if st := c.Stats(); st.Prefetched != 0 || st.Wasted != 0 {
+		t.Errorf("stats %+v: fetched ahead while probing", st)
+	}
+	for _, r := range mediaRequests(o) {
+		if r.path == "/vod/a/v/6.m4s" {
+			t.Errorf("segment 6 requested")
+		}
+	}
+}
