@@ -222,6 +222,9 @@ func (c *Client) Fetch(ctx context.Context, req player.SegmentRequest) (*player.
 	// A segment fetched ahead used the N of its time (sample.N): the estimator takes
 	// it only if that is the N it asks for now.
 	c.lastN.Store(int64(sample.N))
+	if c.est != nil && !sample.Mixed && resp.PayloadBytes >= int64(sample.N)<<16 {
+		c.est.ObserveWhole(sample.N, resp.PayloadBytes, resp.End.Sub(resp.Start))
+	}
 	if sample.Bytes > 0 {
 		c.samples.add(sample)
 		if c.est != nil && !sample.Mixed {

@@ -116,14 +116,18 @@ func (c EstimatorConfig) withDefaults() EstimatorConfig {
 
 // Estimate is the estimator's current view.
 type Estimate struct {
-	X1, X2      float64 // bit/s, after slow start
-	Capacity    float64 // C, bit/s; 0 when not valid
-	Competing   float64 // M; 0 when not valid
-	Connections int     // the N in use
-	Valid       bool    // C and M come from X1 < X2 < 2·X1
-	Reason      string  // how N was chosen, or why the model could not be used
-	Estimates   int     // how many times X1 and X2 were measured
-	At          time.Time
+	X1, X2 float64 // bit/s, after slow start
+	// WholeX1, WholeX2 are the same probes as whole-segment throughput (size over
+	// request-to-last-byte time): what a second connection adds to a segment's
+	// delivery, the measure of "one connection already fills the link".
+	WholeX1, WholeX2 float64
+	Capacity         float64 // C, bit/s; 0 when not valid
+	Competing        float64 // M; 0 when not valid
+	Connections      int     // the N in use
+	Valid            bool    // C and M come from X1 < X2 < 2·X1
+	Reason           string  // how N was chosen, or why the model could not be used
+	Estimates        int     // how many times X1 and X2 were measured
+	At               time.Time
 }
 
 type phase int
@@ -162,6 +166,7 @@ type Estimator struct {
 	mu      sync.Mutex
 	ph      phase
 	acc     map[int]*accum
+	whole   map[int]*accum // whole-segment throughput of the same probes
 	est     Estimate
 	prevN   int // last N from a valid estimate, 0 if none
 	since   int // samples at the chosen N since the estimate
@@ -186,6 +191,7 @@ func (e *Estimator) Config() EstimatorConfig { return e.cfg }
 func (e *Estimator) reprobe(why string) {
 	e.ph = probing
 	e.acc = map[int]*accum{1: {}, 2: {}}
+	e.whole = map[int]*accum{1: {}, 2: {}}
 	e.since, e.outside = 0, 0
 	e.est.Reason = why
 }
@@ -268,12 +274,45 @@ func (e *Estimator) Observe(n int, bytes int64, d time.Duration) {
 	}
 }
 
+// ObserveWhole adds a probe segment's whole-segment throughput (bytes over its
+// request-to-last-byte time d with n connections). Call it before Observe for the
+// same segment. Outside probing, or at an N the probe is not at, it is ignored.
+func (e *Estimator) ObserveWhole(n int, bytes int64, d time.Duration) {
+	if bytes <= 0 || d <= 0 {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.ph != probing || n != e.probeN() {
+		return
+	}
+	a := e.whole[n]
+	a.bytes += float64(bytes)
+	a.secs += d.Seconds()
+	a.n++
+}
+
 // solve turns the probes into an estimate. Callers hold e.mu.
 func (e *Estimator) solve() {
 	x1, x2 := e.acc[1].rate(), e.acc[2].rate()
-	est := Estimate{X1: x1, X2: x2, Estimates: e.est.Estimates + 1, At: e.now()}
+	w1, w2 := e.whole[1].rate(), e.whole[2].rate()
+	est := Estimate{X1: x1, X2: x2, WholeX1: w1, WholeX2: w2, Estimates: e.est.Estimates + 1, At: e.now()}
 	c, m, err := Solve(x1, x2)
+	// After slow start each connection is measured over its own window, which makes
+	// two connections look faster than they are when one alone fills the link (BBR
+	// on a lossy link: the lab saw X2 ≈ 1.15·X1 while whole segments came 2%
+	// faster); whole-segment throughput shows what the second connection adds.
+	wholeNoGain := w1 > 0 && w2 > 0 && w2 <= (1+e.cfg.MinGain)*w1
 	switch {
+	case wholeNoGain:
+		est.Valid = err == nil
+		if est.Valid {
+			est.Capacity, est.Competing = c, m
+		}
+		est.Connections = 1
+		est.Reason = fmt.Sprintf("one connection already fills the link: whole segments came at %.0f kbit/s with two connections, within %.0f%% of %.0f kbit/s with one; using N=1",
+			w2/1000, 100*e.cfg.MinGain, w1/1000)
+		e.prevN = 1
 	case x2 <= (1+e.cfg.MinGain)*x1:
 		est.Valid = err == nil
 		if est.Valid {
