@@ -46,6 +46,7 @@ type chain struct {
 	busy    map[*lane]int
 	jobs    []*segJob
 	retired bool
+	asked   int // segments the player asked for on this chain
 }
 
 // segJob is one segment being fetched by a chain.
@@ -175,6 +176,14 @@ func (c *Client) fetchPipelined(ctx context.Context, req player.SegmentRequest, 
 	if c.est != nil && c.est.Probing() {
 		depth = 0 // each probe alone on the link: X1 and X2 must not share it
 	}
+	c.mu.Lock()
+	ch.asked++
+	if ch.asked == 1 {
+		// The first segment of a rendition is what start-up waits for: it has the
+		// link to itself; the pipeline starts with the second.
+		depth = 0
+	}
+	c.mu.Unlock()
 	for k := uint64(1); k <= uint64(depth); k++ {
 		nu, ok := nextURL(req.URL, req.Number, req.Number+k)
 		if !ok {

@@ -28,8 +28,9 @@ func mediaRequests(o *testOrigin) []seen {
 }
 
 // TestPipelineReassembly: segments fetched in order through the pipeline are the
-// resources byte for byte, every segment after the first was started before the
-// player asked for it, no range is fetched twice and nothing is wasted.
+// resources byte for byte, every segment after the second was started before the
+// player asked for it (the first has the link to itself: start-up), no range is
+// fetched twice and nothing is wasted.
 func TestPipelineReassembly(t *testing.T) {
 	sizes := []int{200_000, 1000, 65536 + 7, 300_001, 1, 250_000}
 	for _, n := range []int{1, 2, 4} {
@@ -53,8 +54,8 @@ func TestPipelineReassembly(t *testing.T) {
 				}
 			}
 			st := c.Stats()
-			if st.Prefetched != int64(len(sizes)-1) || st.Wasted != 0 || st.Retries != 0 {
-				t.Errorf("stats %+v: want %d prefetched, none wasted", st, len(sizes)-1)
+			if st.Prefetched != int64(len(sizes)-2) || st.Wasted != 0 || st.Retries != 0 {
+				t.Errorf("stats %+v: want %d prefetched, none wasted", st, len(sizes)-2)
 			}
 			if got := len(mediaRequests(o)); got != wantReqs {
 				t.Errorf("%d media requests, want %d (each range once): %v", got, wantReqs, mediaRequests(o))
@@ -67,47 +68,53 @@ func TestPipelineReassembly(t *testing.T) {
 // connections that finished theirs already ask for segment 2's ranges — the link does
 // not idle waiting for the slowest range. Shown by the order of events at the origin.
 func TestPipelineOverlaps(t *testing.T) {
-	o, s := newTestOrigin(t, 400_000, 400_000, 400_000)
+	o, s := newTestOrigin(t, 400_000, 400_000, 400_000, 400_000)
 	o.index = true
 	release := make(chan struct{})
 	sawNext := make(chan struct{}, 8)
 	o.fault = func(w http.ResponseWriter, r *http.Request) bool {
 		switch {
-		case r.URL.Path == "/vod/a/v/1.m4s" && strings.HasPrefix(r.Header.Get("Range"), "bytes=0-"):
+		case r.URL.Path == "/vod/a/v/2.m4s" && strings.HasPrefix(r.Header.Get("Range"), "bytes=0-"):
 			<-release // the slow range
-		case r.URL.Path == "/vod/a/v/2.m4s":
+		case r.URL.Path == "/vod/a/v/3.m4s":
 			sawNext <- struct{}{}
 		}
 		return false
 	}
 	c := newTestClient(t, 4)
+	fetchSeg(t, c, s, 1) // start-up: the first segment alone
+	for _, r := range mediaRequests(o) {
+		if r.path != "/vod/a/v/1.m4s" {
+			t.Fatalf("%s requested with the first segment: start-up must have the link to itself", r.path)
+		}
+	}
 	done := make(chan *player.Response, 1)
-	go func() { done <- fetchSeg(t, c, s, 1) }()
+	go func() { done <- fetchSeg(t, c, s, 2) }()
 	select {
 	case <-sawNext:
 	case <-done:
-		t.Fatal("segment 1 finished while its first range was held")
+		t.Fatal("segment 2 finished while its first range was held")
 	case <-time.After(20 * time.Second):
 		close(release)
-		t.Fatal("no range of segment 2 was requested while segment 1's slowest range was in flight")
+		t.Fatal("no range of segment 3 was requested while segment 2's slowest range was in flight")
 	}
 	close(release)
 	<-done
-	if got := fetchSeg(t, c, s, 2); !bytes.Equal(got.Body, o.files["/vod/a/v/2.m4s"]) {
-		t.Fatal("segment 2 differs")
+	if got := fetchSeg(t, c, s, 3); !bytes.Equal(got.Body, o.files["/vod/a/v/3.m4s"]) {
+		t.Fatal("segment 3 differs")
 	}
 }
 
 // TestPipelineBounded: the pipeline runs at most Ahead segments ahead of the player:
-// a player that stopped after segment 1 has caused requests for segments 1 to
-// 1+Ahead only; a request elsewhere (a seek, a switch) drops what was fetched ahead
+// a player that stopped after segment 2 has caused requests for segments 1 to
+// 2+Ahead only; a request elsewhere (a seek, a switch) drops what was fetched ahead
 // and counts it.
 func TestPipelineBounded(t *testing.T) {
 	for _, ahead := range []int{1, 2} {
 		t.Run(fmt.Sprintf("ahead=%d", ahead), func(t *testing.T) {
 			o, s := newTestOrigin(t, 100_000, 100_000, 100_000, 100_000, 100_000, 100_000)
 			o.index = true
-			last := fmt.Sprintf("/vod/a/v/%d.m4s", 1+ahead)
+			last := fmt.Sprintf("/vod/a/v/%d.m4s", 2+ahead)
 			seenLast := make(chan struct{}, 8)
 			o.fault = func(w http.ResponseWriter, r *http.Request) bool {
 				if r.URL.Path == last {
@@ -117,6 +124,7 @@ func TestPipelineBounded(t *testing.T) {
 			}
 			c := newTestClient(t, 2, func(o *Options) { o.Ahead = ahead })
 			fetchSeg(t, c, s, 1)
+			fetchSeg(t, c, s, 2)
 			for range 2 { // both ranges of the last segment ahead asked for
 				select {
 				case <-seenLast:
@@ -126,8 +134,8 @@ func TestPipelineBounded(t *testing.T) {
 			}
 			for _, r := range mediaRequests(o) {
 				n, _ := strconv.Atoi(strings.TrimSuffix(path.Base(r.path), ".m4s"))
-				if n > 1+ahead {
-					t.Fatalf("requested %s with the player at segment 1: more than %d segments ahead", r.path, ahead)
+				if n > 2+ahead {
+					t.Fatalf("requested %s with the player at segment 2: more than %d segments ahead", r.path, ahead)
 				}
 			}
 			// A seek to segment 6: what was fetched ahead was for nothing.
@@ -166,7 +174,7 @@ func TestPipelineLiveFetchesOneAtATime(t *testing.T) {
 // TestStreamsPerConnection: with two streams per connection (h2c on each of the N
 // connections) the segments are reassembled, no more than N TCP connections are
 // opened, and a connection asks for the next segment while its current one is still
-// being sent (shown with N = 1: segment 1 held, segment 2 asked on the same
+// being sent (shown with N = 1: segment 2 held, segment 3 asked on the same
 // connection).
 func TestStreamsPerConnection(t *testing.T) {
 	o := &testOrigin{files: map[string][]byte{}, index: true}
@@ -181,7 +189,7 @@ func TestStreamsPerConnection(t *testing.T) {
 	heldOn := make(chan string, 1)
 	sameConn := make(chan struct{}, 1)
 	o.fault = func(w http.ResponseWriter, r *http.Request) bool {
-		if r.URL.Path == "/vod/a/v/1.m4s" {
+		if r.URL.Path == "/vod/a/v/2.m4s" {
 			heldOn <- r.RemoteAddr
 			<-release
 			return false
@@ -209,8 +217,9 @@ func TestStreamsPerConnection(t *testing.T) {
 		t.Fatal("two streams per HTTP/1.1 connection accepted")
 	}
 	c := newTestClient(t, 1, func(o *Options) { o.Streams, o.LaneProtocol = 2, httppull.H2C })
+	fetchSeg(t, c, s, 1)
 	done := make(chan *player.Response, 1)
-	go func() { done <- fetchSeg(t, c, s, 1) }()
+	go func() { done <- fetchSeg(t, c, s, 2) }()
 	select {
 	case <-sameConn:
 	case <-time.After(20 * time.Second):
@@ -218,10 +227,10 @@ func TestStreamsPerConnection(t *testing.T) {
 		t.Fatal("no second request on the connection whose segment was held")
 	}
 	close(release)
-	if got := <-done; !bytes.Equal(got.Body, o.files["/vod/a/v/1.m4s"]) || got.Protocol != "HTTP/2.0" {
-		t.Fatalf("segment 1: %d bytes over %s", len(got.Body), got.Protocol)
+	if got := <-done; !bytes.Equal(got.Body, o.files["/vod/a/v/2.m4s"]) || got.Protocol != "HTTP/2.0" {
+		t.Fatalf("segment 2: %d bytes over %s", len(got.Body), got.Protocol)
 	}
-	for i := 2; i <= 4; i++ {
+	for i := 3; i <= 4; i++ {
 		if got := fetchSeg(t, c, s, i); !bytes.Equal(got.Body, o.files[fmt.Sprintf("/vod/a/v/%d.m4s", i)]) {
 			t.Fatalf("segment %d differs", i)
 		}
