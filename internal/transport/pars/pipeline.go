@@ -157,6 +157,7 @@ func (c *Client) fetchPipelined(ctx context.Context, req player.SegmentRequest, 
 	c.mu.Lock()
 	ch := c.chainFor(key)
 	j := ch.find(req.URL)
+	first := ch.asked == 0
 	c.mu.Unlock()
 	if j == nil {
 		size := int64(-1)
@@ -166,8 +167,10 @@ func (c *Client) fetchPipelined(ctx context.Context, req player.SegmentRequest, 
 			}
 		}
 		j = c.newJob(req.URL, req.Number, n, size)
-		if size < 0 {
-			c.loadIndex(ctx, req.URL) // so that the next segment's size is known
+		if size < 0 && !first {
+			// So that the next segments' sizes are known; not before the first
+			// segment, which is fetched alone anyway (start-up).
+			c.loadIndex(ctx, req.URL)
 		}
 	}
 	// The segments after it, as far as their sizes are known without asking.
