@@ -162,7 +162,7 @@ func (c *Client) fetchPipelined(ctx context.Context, req player.SegmentRequest, 
 	if j == nil {
 		size := int64(-1)
 		if n > 1 && !whole {
-			if size, err = c.sizeOnLane(ctx, req.URL, true); err != nil {
+			if size, err = c.sizeOnLane(ctx, req.URL); err != nil {
 				return nil, Sample{}, true, err
 			}
 		}
@@ -483,8 +483,8 @@ func (c *Client) noRangeFor(u string) {
 	}
 }
 
-// sizeOnLane learns u's size on a lane of the pool (index, else HEAD when head).
-func (c *Client) sizeOnLane(ctx context.Context, u string, head bool) (int64, error) {
+// sizeOnLane learns u's size on a lane of the pool (the index, else HEAD).
+func (c *Client) sizeOnLane(ctx context.Context, u string) (int64, error) {
 	ls, err := c.pool.get(1)
 	if err != nil {
 		return 0, err
