@@ -117,6 +117,11 @@ bench-ws-relay: build
 	@scripts/ensure-deb.sh $(BENCH_CAPACITY_DEPS)
 	bench/ws-relay-tree.sh
 
+.PHONY: bench-soak
+bench-soak: build
+	@scripts/ensure-deb.sh $(BENCH_CAPACITY_DEPS)
+	bench/soak.sh
+
 bench-ws-capacity-nginx: build
 	@scripts/ensure-deb.sh $(BENCH_CAPACITY_DEPS)
 	bench/ws-capacity-nginx.sh

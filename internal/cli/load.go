@@ -51,6 +51,9 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if isWorkload(args) { // --mode or merge: the workload generator (load_workload.go)
 		return loadWorkload(ctx, args, stdout, stderr)
 	}
+	if isSoak(args) { // --soak: a long mixed run (load_soak.go)
+		return loadSoak(ctx, args, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (

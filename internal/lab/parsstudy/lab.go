@@ -30,7 +30,11 @@ type lab struct {
 	origin *http.Server
 	base   string // http://server:8080
 	assets map[time.Duration]*hub.Asset
+	named  map[string]*hub.Asset // other content, by name (smallContent)
 }
+
+// smallContent is the start-up part's asset with a small first segment.
+const smallContent = "360p-1s"
 
 // condition is one network setting of the study.
 type condition struct {
@@ -52,15 +56,16 @@ func (c condition) String() string {
 	return fmt.Sprintf("%s (%s, RTT %s, loss %g%%, %d competing)", c.Name, c.Rate, c.RTT, c.Loss, c.Competing)
 }
 
-// packageContent packages one synthetic asset per segment duration, cached under dir.
-func packageContent(ctx context.Context, dir string, durs []time.Duration, length time.Duration, ladder string, log io.Writer) (map[time.Duration]string, error) {
+// packageContent packages one synthetic asset per segment duration, cached under dir
+// and named prefix + "seg-" + duration.
+func packageContent(ctx context.Context, dir, prefix string, durs []time.Duration, length time.Duration, ladder string, log io.Writer) (map[time.Duration]string, error) {
 	rungs, err := pkg.ParseLadder(ladder)
 	if err != nil {
 		return nil, err
 	}
 	out := map[time.Duration]string{}
 	for _, d := range durs {
-		name := "seg-" + d.String()
+		name := prefix + "seg-" + d.String()
 		o := filepath.Join(dir, name)
 		fmt.Fprintf(log, "content: %s (%s of %s, cached in %s)\n", name, length, ladder, o)
 		if _, err := pkg.Package(ctx, pkg.Options{
@@ -76,9 +81,17 @@ func packageContent(ctx context.Context, dir string, durs []time.Duration, lengt
 
 // upLab builds the network and starts the origin in the server host, sending with
 // congestion control cc.
-func upLab(ctx context.Context, dirs map[time.Duration]string, first condition, queue netem.Queue, cc string, seed uint64) (*lab, error) {
+func upLab(ctx context.Context, dirs map[time.Duration]string, named map[string]string, first condition, queue netem.Queue, cc string, seed uint64) (*lab, error) {
 	h := hub.New()
-	l := &lab{assets: map[time.Duration]*hub.Asset{}}
+	l := &lab{assets: map[time.Duration]*hub.Asset{}, named: map[string]*hub.Asset{}}
+	for name, dir := range named {
+		a, err := hub.OpenAsset(dir)
+		if err != nil {
+			return nil, err
+		}
+		h.AddAsset(a)
+		l.named[name] = a
+	}
 	for d, dir := range dirs {
 		a, err := hub.OpenAsset(dir)
 		if err != nil {
@@ -104,7 +117,9 @@ func upLab(ctx context.Context, dirs map[time.Duration]string, first condition, 
 		nw.Close()
 		return nil, err
 	}
-	l.origin = &http.Server{Handler: srv.Handler()}
+	l.origin = &http.Server{Handler: srv.Handler(), Protocols: new(http.Protocols)}
+	l.origin.Protocols.SetHTTP1(true)
+	l.origin.Protocols.SetUnencryptedHTTP2(true) // ParS with -streams 2 speaks h2c on each connection
 	go l.origin.Serve(ln)
 	l.base = fmt.Sprintf("http://%s:%d", nw.Server(), port)
 	return l, nil
@@ -129,26 +144,28 @@ func (l *lab) dial(ctx context.Context, network, addr string) (c net.Conn, err e
 	return c, err
 }
 
-// segmentURLs lists the video segment URLs of the asset with segment duration d and
-// their sizes.
-func (l *lab) segmentURLs(d time.Duration) ([]string, []int64, error) {
+// segmentURLs lists the video segment URLs of the asset with segment duration d,
+// their sizes and numbers.
+func (l *lab) segmentURLs(d time.Duration) ([]string, []int64, []uint64, error) {
 	a := l.assets[d]
 	if a == nil {
-		return nil, nil, fmt.Errorf("no asset with %s segments", d)
+		return nil, nil, nil, fmt.Errorf("no asset with %s segments", d)
 	}
 	desc := a.Descriptor()
 	t := desc.Tracks[0] // the video rung
 	var urls []string
 	var sizes []int64
+	var nums []uint64
 	for _, s := range t.Segments {
 		urls = append(urls, fmt.Sprintf("%s/vod/%s/%s/%d.m4s", l.base, a.Info().Name, t.ID, s.Number))
 		fi, err := os.Stat(filepath.Join(a.Dir(), s.Path))
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		sizes = append(sizes, fi.Size())
+		nums = append(nums, s.Number)
 	}
-	return urls, sizes, nil
+	return urls, sizes, nums, nil
 }
 
 // bulk streams zeros until the client goes away: a competing flow.

@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,6 +43,12 @@ type options struct {
 	seed           uint64
 	only           string
 	progress       io.Writer
+	conns          []int        // N of the throughput and model cells
+	ariaN          map[int]bool // N at which aria2c runs beside ParS
+	serial         bool         // also ParS without pipelining (pars-serial), for A/B in the same run
+	startupN       []int
+	small          bool // start-up also with the small first segment (360p, 1 s)
+	streams        int  // ParS requests per connection at once (2: h2c on each connection)
 }
 
 func main() {
@@ -58,7 +65,31 @@ func main() {
 	flag.StringVar(&queue, "queue", "100ms", "drop-tail queue of the bottleneck (netem queue: packets, bytes or latency)")
 	flag.Uint64Var(&o.seed, "seed", 6, "seed of the emulated loss")
 	flag.StringVar(&o.only, "conditions", "", "comma-separated condition names to run (default: all, e.g. loss=1%,rtt=150ms,competing=2)")
+	var conns, ariaN, startupN string
+	flag.StringVar(&conns, "connections", "1,2,4,8", "N of the throughput and model cells")
+	flag.StringVar(&ariaN, "aria", "", "N at which aria2c -x N runs beside ParS (default: every -connections)")
+	flag.IntVar(&o.streams, "streams", 1, "ParS: requests per connection at once; 2 speaks h2c on each of the N connections (pipelining within a connection)")
+	flag.BoolVar(&o.serial, "serial", true, "also run ParS without pipelining (client pars-serial) in the same run")
+	flag.StringVar(&startupN, "startup-connections", "1,2,4,8", "N of the start-up cells")
+	flag.BoolVar(&o.small, "startup-small", true, "start-up also with a small first segment: 360p at 800 kbit/s in 1 s segments")
 	flag.Parse()
+	var err error
+	if o.conns, err = parseNs(conns); err != nil {
+		log.Fatal(err)
+	}
+	if o.startupN, err = parseNs(startupN); err != nil {
+		log.Fatal(err)
+	}
+	o.ariaN = map[int]bool{}
+	an := o.conns
+	if ariaN != "" {
+		if an, err = parseNs(ariaN); err != nil {
+			log.Fatal(err)
+		}
+	}
+	for _, n := range an {
+		o.ariaN[n] = true
+	}
 	o.parts = map[string]bool{}
 	for _, p := range strings.Split(parts, ",") {
 		o.parts[strings.TrimSpace(p)] = true
@@ -77,6 +108,19 @@ func main() {
 	if err := run(ctx, o); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// parseNs reads a list of connection counts (1..8).
+func parseNs(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 8 {
+			return nil, fmt.Errorf("connections %q: want numbers from 1 to 8", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // The study's default link and the variations the issue asks for.
@@ -126,11 +170,19 @@ func run(ctx context.Context, o options) error {
 	if o.parts["segsize"] {
 		durs = []time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}
 	}
-	dirs, err := packageContent(ctx, o.cache, durs, 48*time.Second, "720p:3000k", o.progress)
+	dirs, err := packageContent(ctx, o.cache, "", durs, 48*time.Second, "720p:3000k", o.progress)
 	if err != nil {
 		return err
 	}
-	l, err := upLab(ctx, dirs, defaultCond, o.queue, o.cc, o.seed)
+	named := map[string]string{}
+	if o.parts["startup"] && o.small {
+		small, err := packageContent(ctx, o.cache, "small-", []time.Duration{time.Second}, 48*time.Second, "360p:800k", o.progress)
+		if err != nil {
+			return err
+		}
+		named[smallContent] = small[time.Second]
+	}
+	l, err := upLab(ctx, dirs, named, defaultCond, o.queue, o.cc, o.seed)
 	if err != nil {
 		return err
 	}

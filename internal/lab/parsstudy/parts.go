@@ -9,10 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/streambed/streambed/internal/hub"
 	"github.com/streambed/streambed/internal/lab/experiment"
 	"github.com/streambed/streambed/internal/player"
 	"github.com/streambed/streambed/internal/player/abr"
 	"github.com/streambed/streambed/internal/player/dash"
+	"github.com/streambed/streambed/internal/transport/httppull"
 	"github.com/streambed/streambed/internal/transport/pars"
 )
 
@@ -56,10 +58,11 @@ func steadyRate(samples []pars.Sample, n int) float64 {
 // bytes of payload with TCP timestamps): the true C of the model.
 func goodput(rate float64) float64 { return rate * 1448 / 1500 }
 
-// parsCell downloads the segments back to back with ParS over n connections (fresh
-// connections, then persistent) until budget has passed.
-func parsCell(ctx context.Context, l *lab, urls []string, n int, budget time.Duration) (m map[string]any, samples []pars.Sample, count int, err error) {
-	c, err := pars.New(pars.Options{Connections: n, ConnOptions: pars.ConnOptions{DialContext: l.dial}})
+// parsCell plays the segments back to back as a player would ask for them (the media
+// request with its number), with ParS over n connections, pipelined or one segment at
+// a time (serial), fresh connections kept open across segments, until budget has passed.
+func parsCell(ctx context.Context, l *lab, urls []string, nums []uint64, n int, budget time.Duration, serial bool, streams int) (m map[string]any, samples []pars.Sample, count int, err error) {
+	c, err := pars.New(pars.Options{Connections: n, NoPipeline: serial, ConnOptions: laneOptions(l, streams)})
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -67,7 +70,8 @@ func parsCell(ctx context.Context, l *lab, urls []string, n int, budget time.Dur
 	start := time.Now()
 	var bytes int64
 	for time.Since(start) < budget {
-		resp, err := c.FetchURL(ctx, urls[count%len(urls)], n)
+		i := count % len(urls)
+		resp, err := c.Fetch(ctx, player.SegmentRequest{Kind: player.RequestMedia, URL: urls[i], Number: nums[i]})
 		if err != nil {
 			return nil, nil, count, err
 		}
@@ -83,7 +87,40 @@ func parsCell(ctx context.Context, l *lab, urls []string, n int, budget time.Dur
 		"segments":        count,
 		"mbytes":          round(float64(bytes)/1e6, 3),
 		"retries":         st.Retries,
+		"prefetched":      st.Prefetched,
+		"wasted":          st.Wasted,
 	}, st.Samples, count, nil
+}
+
+// parsVariant is one way of running ParS in the throughput cells.
+type parsVariant struct {
+	name    string
+	serial  bool // one segment at a time (no pipelining)
+	streams int  // requests per connection at once
+}
+
+// parsVariants: ParS as the client does it by default (pipelined, HTTP/1.1), with
+// -streams N each connection carrying N requests over h2c (pars-h2xN), and with
+// -serial one segment at a time as before pipelining (pars-serial).
+func parsVariants(o options) []parsVariant {
+	vs := []parsVariant{{name: "pars", streams: 1}}
+	if o.streams > 1 {
+		vs = append(vs, parsVariant{name: fmt.Sprintf("pars-h2x%d", o.streams), streams: o.streams})
+	}
+	if o.serial {
+		vs = append(vs, parsVariant{name: "pars-serial", serial: true, streams: 1})
+	}
+	return vs
+}
+
+// laneOptions are ParS's connections in the lab: dialled from the client host, with
+// h2c on each connection when it carries more than one request at once.
+func laneOptions(l *lab, streams int) pars.ConnOptions {
+	o := pars.ConnOptions{DialContext: l.dial, Streams: streams}
+	if streams > 1 {
+		o.LaneProtocol = httppull.H2C
+	}
+	return o
 }
 
 // ariaCell downloads the first count segments (cycled) with aria2c within budget.
@@ -108,7 +145,7 @@ func ariaCell(ctx context.Context, l *lab, urls []string, sizes []int64, count, 
 
 // autoRun lets ParS choose N with the model for budget and returns its last estimate
 // and the N of every segment. wholeSegment selects whole-segment throughput samples.
-func autoRun(ctx context.Context, l *lab, urls []string, budget time.Duration, wholeSegment bool) (pars.Estimate, []int, error) {
+func autoRun(ctx context.Context, l *lab, urls []string, nums []uint64, budget time.Duration, wholeSegment bool) (pars.Estimate, []int, error) {
 	c, err := pars.New(pars.Options{Auto: true, WholeSegmentSamples: wholeSegment, ConnOptions: pars.ConnOptions{DialContext: l.dial}})
 	if err != nil {
 		return pars.Estimate{}, nil, err
@@ -117,7 +154,7 @@ func autoRun(ctx context.Context, l *lab, urls []string, budget time.Duration, w
 	var ns []int
 	start := time.Now()
 	for i := 0; time.Since(start) < budget; i++ {
-		if _, err := c.Fetch(ctx, player.SegmentRequest{Kind: player.RequestMedia, URL: urls[i%len(urls)]}); err != nil {
+		if _, err := c.Fetch(ctx, player.SegmentRequest{Kind: player.RequestMedia, URL: urls[i%len(urls)], Number: nums[i%len(nums)]}); err != nil {
 			return pars.Estimate{}, ns, err
 		}
 		ns = append(ns, c.Connections())
@@ -142,10 +179,19 @@ func throughputAndModel(ctx context.Context, l *lab, o options, meta func(string
 		}
 		conds = keep
 	}
-	urls, sizes, err := l.segmentURLs(2 * time.Second)
+	urls, sizes, nums, err := l.segmentURLs(2 * time.Second)
 	if err != nil {
 		return nil, nil, err
 	}
+	variants := parsVariants(o)
+	if !o.parts["throughput"] {
+		variants = variants[:1] // the model needs ParS as it is
+	}
+	var clientNames []string
+	for _, v := range variants {
+		clientNames = append(clientNames, v.name)
+	}
+	clientNames = append(clientNames, "aria2c", "tcp-bulk")
 	var total int64
 	for _, s := range sizes {
 		total += s
@@ -156,12 +202,13 @@ func throughputAndModel(ctx context.Context, l *lab, o options, meta func(string
 		Name:  "pars-throughput",
 		Title: "ParS — aggregate throughput against connections per segment, with aria2c",
 		Description: fmt.Sprintf("Each cell downloads the 2 s video segments (720p, 3 Mbit/s) back to back for %s: ParS with N ranges over N connections per segment, "+
-			"and aria2c (%s) on the same files. Default link 10 Mbit/s, RTT 50 ms, 1%% random loss each way; one parameter varied per condition; "+
+			"pipelined (pars: a connection that finished its range starts one of the next segment) and, as pars-serial, one segment at a time; "+
+			"and aria2c (%s) on the same files; tcp-bulk is N long-lived TCP downloads from the same origin (the ceiling of N flows on this link). Default link 10 Mbit/s, RTT 50 ms, 1%% random loss each way; one parameter varied per condition; "+
 			"competing=M adds M long-lived TCP downloads on the same link. Origin sends with %q; bottleneck queue %s.", o.budget, ariaArgs(0)[0]+" -x N -s N -k 1M -j 1", o.cc, o.queue),
 		Reference:   "ParS: parallel range requests per segment (issue #6)",
-		Matrix:      experiment.Matrix{{Name: "condition", Values: names(conds)}, {Name: "client", Values: []string{"pars", "aria2c"}}, {Name: "connections", Values: itoas(connections)}},
+		Matrix:      experiment.Matrix{{Name: "condition", Values: names(conds)}, {Name: "client", Values: clientNames}, {Name: "connections", Values: itoas(o.conns)}},
 		Repetitions: o.reps,
-		Metrics:     []string{"throughput_kbps", "link_share", "steady_kbps", "segments", "retries"},
+		Metrics:     []string{"throughput_kbps", "link_share", "steady_kbps", "segments", "retries", "prefetched", "wasted"},
 		Plot:        experiment.Plot{X: "connections", Series: "client"},
 		Published: []experiment.Published{
 			{Metric: "link_share", Where: map[string]string{"condition": "rtt=150ms", "client": "pars", "connections": "1"}, Value: 0.13, Source: "study: one connection, 150 ms, 1% loss"},
@@ -185,11 +232,7 @@ func throughputAndModel(ctx context.Context, l *lab, o options, meta func(string
 			"best_n", "agg_chosen_n", "auto_connections", "auto_capacity_kbps", "auto_competing_flows", "autoseg_connections", "autoseg_capacity_kbps", "autoseg_competing_flows",
 			"competitors_kbps"},
 	}
-	clients := 1
-	if o.parts["throughput"] {
-		clients = 2
-	}
-	cells := len(conds) * len(connections) * clients * o.reps
+	cells := len(conds) * (len(o.conns)*len(variants) + 2*len(o.ariaN)) * o.reps
 	done := 0
 	for rep := 1; rep <= o.reps; rep++ {
 		for _, c := range conds {
@@ -204,33 +247,40 @@ func throughputAndModel(ctx context.Context, l *lab, o options, meta func(string
 				}
 			}
 			measured, whole := map[int]float64{}, map[int]float64{}
-			for _, n := range connections {
-				if err := ctx.Err(); err != nil {
-					return nil, nil, err
+			for _, n := range o.conns {
+				count := 0
+				for _, v := range variants {
+					if err := ctx.Err(); err != nil {
+						return nil, nil, err
+					}
+					client, serial, streams := v.name, v.serial, v.streams
+					cell := experiment.Cell{"condition": c.Name, "client": client, "connections": strconv.Itoa(n)}
+					run := experiment.Run{Key: thr.Scenario.Key(cell), Cell: cell, Rep: rep}
+					t0 := time.Now()
+					m, s, k, err := parsCell(ctx, l, urls, nums, n, o.budget, serial, streams)
+					run.Seconds = time.Since(t0).Seconds()
+					if err != nil {
+						run.Error = err.Error()
+					} else {
+						m["link_share"] = round(m["throughput_kbps"].(float64)*1000/float64(c.Rate), 3)
+						run.Metrics = m
+						if client == "pars" {
+							measured[n] = steadyRate(s, n)
+							whole[n] = m["throughput_kbps"].(float64) * 1000
+							count = k
+						}
+					}
+					thr.Runs = append(thr.Runs, run)
+					done++
+					fmt.Fprintf(o.progress, "[%d/%d] rep %d %s %s N=%d: %v kbit/s (%.0f s) %s\n", done, cells, rep, c.Name, client, n, m["throughput_kbps"], run.Seconds, run.Error)
 				}
-				cell := experiment.Cell{"condition": c.Name, "client": "pars", "connections": strconv.Itoa(n)}
-				run := experiment.Run{Key: thr.Scenario.Key(cell), Cell: cell, Rep: rep}
-				t0 := time.Now()
-				m, s, count, err := parsCell(ctx, l, urls, n, o.budget)
-				run.Seconds = time.Since(t0).Seconds()
-				if err != nil {
-					run.Error = err.Error()
-				} else {
-					m["link_share"] = round(m["throughput_kbps"].(float64)*1000/float64(c.Rate), 3)
-					run.Metrics = m
-					measured[n] = steadyRate(s, n)
-					whole[n] = m["throughput_kbps"].(float64) * 1000
-				}
-				thr.Runs = append(thr.Runs, run)
-				done++
-				fmt.Fprintf(o.progress, "[%d/%d] rep %d %s pars N=%d: %v kbit/s (%.0f s) %s\n", done, cells, rep, c.Name, n, m["throughput_kbps"], run.Seconds, run.Error)
-				if !o.parts["throughput"] {
+				if !o.parts["throughput"] || !o.ariaN[n] {
 					continue
 				}
 
-				cell = experiment.Cell{"condition": c.Name, "client": "aria2c", "connections": strconv.Itoa(n)}
-				run = experiment.Run{Key: thr.Scenario.Key(cell), Cell: cell, Rep: rep}
-				t0 = time.Now()
+				cell := experiment.Cell{"condition": c.Name, "client": "aria2c", "connections": strconv.Itoa(n)}
+				run := experiment.Run{Key: thr.Scenario.Key(cell), Cell: cell, Rep: rep}
+				t0 := time.Now()
 				am, err := ariaCell(ctx, l, urls, sizes, count, n, o.budget)
 				run.Seconds = time.Since(t0).Seconds()
 				if err != nil {
@@ -242,11 +292,28 @@ func throughputAndModel(ctx context.Context, l *lab, o options, meta func(string
 				thr.Runs = append(thr.Runs, run)
 				done++
 				fmt.Fprintf(o.progress, "[%d/%d] rep %d %s aria2c -x %d: %v kbit/s (%.0f s) %s\n", done, cells, rep, c.Name, n, am["throughput_kbps"], run.Seconds, run.Error)
+
+				// The ceiling: n long-lived TCP downloads (no requests, no segments) on the
+				// same link, the same sender.
+				cell = experiment.Cell{"condition": c.Name, "client": "tcp-bulk", "connections": strconv.Itoa(n)}
+				run = experiment.Run{Key: thr.Scenario.Key(cell), Cell: cell, Rep: rep}
+				t0 = time.Now()
+				bulk := l.startCompetitors(ctx, n)
+				if err := sleepCtx(ctx, o.budget); err != nil {
+					bulk.stop()
+					return nil, nil, err
+				}
+				kbps := round(bulk.stop()/1000, 1)
+				run.Seconds = time.Since(t0).Seconds()
+				run.Metrics = map[string]any{"throughput_kbps": kbps, "link_share": round(kbps*1000/float64(c.Rate), 3)}
+				thr.Runs = append(thr.Runs, run)
+				done++
+				fmt.Fprintf(o.progress, "[%d/%d] rep %d %s tcp-bulk ×%d: %v kbit/s\n", done, cells, rep, c.Name, n, kbps)
 			}
-			mm := modelMetrics(c, measured, whole)
+			mm := modelMetrics(c, measured, whole, o.conns)
 			if o.parts["model"] {
 				for _, mode := range []string{"auto", "autoseg"} {
-					est, ns, err := autoRun(ctx, l, urls, o.autoBudget, mode == "autoseg")
+					est, ns, err := autoRun(ctx, l, urls, nums, o.autoBudget, mode == "autoseg")
 					if err != nil {
 						mm[mode+"_error"] = err.Error()
 						continue
@@ -281,10 +348,10 @@ func throughputAndModel(ctx context.Context, l *lab, o options, meta func(string
 // modelMetrics solves the model from the throughput measured with 1 and 2
 // connections, after slow start (x) and whole-run (agg), and compares each with the
 // truth and with N = 4 and 8.
-func modelMetrics(c condition, x, agg map[int]float64) map[string]any {
+func modelMetrics(c condition, x, agg map[int]float64, conns []int) map[string]any {
 	m := map[string]any{"capacity_true_kbps": round(goodput(float64(c.Rate))/1000, 1), "competing_true": c.Competing}
 	best := 0
-	for _, n := range connections {
+	for _, n := range conns {
 		if best == 0 || agg[n] > agg[best] {
 			best = n
 		}
@@ -334,7 +401,7 @@ func segmentSizes(ctx context.Context, l *lab, o options, r *experiment.Results)
 	}
 	for rep := 1; rep <= o.reps; rep++ {
 		for _, d := range durs {
-			urls, sizes, err := l.segmentURLs(d)
+			urls, sizes, _, err := l.segmentURLs(d)
 			if err != nil {
 				return nil, err
 			}
@@ -394,17 +461,37 @@ func segmentSizes(ctx context.Context, l *lab, o options, r *experiment.Results)
 	return r, nil
 }
 
-// startup plays the 2 s asset with the player over ParS and over Parallel and
-// records the start-up delay (manifest, init segments and the first segment of
-// video and audio).
+// startup plays the 2 s asset (and the small one) with the player over ParS
+// (pipelined and, with -serial, one segment at a time) and over Parallel and records
+// the start-up delay (manifest, init segments and the first segment of video and audio).
 func startup(ctx context.Context, l *lab, o options, r *experiment.Results) (*experiment.Results, error) {
+	type content struct {
+		name string
+		a    *hub.Asset
+	}
+	contents := []content{{"720p-2s", l.assets[2*time.Second]}}
+	if a := l.named[smallContent]; a != nil {
+		contents = append(contents, content{smallContent, a})
+	}
+	var cnames []string
+	for _, c := range contents {
+		cnames = append(cnames, c.name)
+	}
+	var modes []string
+	streams := map[string]int{}
+	for _, v := range parsVariants(o) {
+		modes = append(modes, v.name)
+		streams[v.name] = v.streams
+	}
+	modes = append(modes, "parallel")
 	r.Scenario = &experiment.Scenario{
 		Name:  "pars-startup",
 		Title: "ParS against Parallel — time to start playback",
-		Description: "The headless player plays the 2 s asset (720p 3 Mbit/s + 128k audio, fixed rendition) on the default link (10 Mbit/s, 50 ms, 1% loss) " +
-			"for 5 s with fresh connections: ParS fetches each segment as N ranges over N connections; Parallel fetches N different segments at once " +
+		Description: "The headless player plays an asset (720p-2s: 720p 3 Mbit/s in 2 s segments, about 760 kB each; 360p-1s: 360p 800 kbit/s in 1 s segments, about 100 kB; " +
+			"each with 128k audio, fixed rendition) on the default link (10 Mbit/s, 50 ms, 1% loss) " +
+			"for 5 s with fresh connections: ParS fetches each segment as N ranges over N connections (pars pipelined, pars-h2xS with S requests per connection over h2c, pars-serial one segment at a time); Parallel fetches N different segments at once " +
 			"(the requested one and the next N−1). startup_delay_ms runs from before the manifest request to playback start (one segment of video and audio buffered).",
-		Matrix:      experiment.Matrix{{Name: "mode", Values: []string{"pars", "parallel"}}, {Name: "connections", Values: itoas([]int{1, 2, 3, 4, 5, 6, 7, 8})}},
+		Matrix:      experiment.Matrix{{Name: "content", Values: cnames}, {Name: "mode", Values: modes}, {Name: "connections", Values: itoas(o.startupN)}},
 		Repetitions: o.reps + 1,
 		Metrics:     []string{"startup_delay_ms", "throughput_kbps"},
 		Plot:        experiment.Plot{X: "connections", Series: "mode"},
@@ -412,48 +499,49 @@ func startup(ctx context.Context, l *lab, o options, r *experiment.Results) (*ex
 	if err := l.nw.SetLink("client", "server", defaultCond.profile(o.queue)); err != nil {
 		return nil, err
 	}
-	a := l.assets[2*time.Second].Descriptor()
-	url := fmt.Sprintf("%s/vod/%s/manifest.mpd", l.base, l.assets[2*time.Second].Info().Name)
 	for rep := 1; rep <= r.Scenario.Repetitions; rep++ {
-		for n := 1; n <= 8; n++ {
-			for _, mode := range []string{"pars", "parallel"} {
-				if err := ctx.Err(); err != nil {
-					return nil, err
-				}
-				cell := experiment.Cell{"mode": mode, "connections": strconv.Itoa(n)}
-				run := experiment.Run{Key: r.Scenario.Key(cell), Cell: cell, Rep: rep}
-				var f player.Fetcher
-				var closeF func() error
-				conn := pars.ConnOptions{DialContext: l.dial}
-				if mode == "pars" {
-					c, err := pars.New(pars.Options{Connections: n, ConnOptions: conn})
+		for _, ct := range contents {
+			a := ct.a.Descriptor()
+			url := fmt.Sprintf("%s/vod/%s/manifest.mpd", l.base, ct.a.Info().Name)
+			for _, n := range o.startupN {
+				for _, mode := range modes {
+					if err := ctx.Err(); err != nil {
+						return nil, err
+					}
+					cell := experiment.Cell{"content": ct.name, "mode": mode, "connections": strconv.Itoa(n)}
+					run := experiment.Run{Key: r.Scenario.Key(cell), Cell: cell, Rep: rep}
+					var f player.Fetcher
+					var closeF func() error
+					if mode == "parallel" {
+						p, err := pars.NewParallel(n, pars.ConnOptions{DialContext: l.dial})
+						if err != nil {
+							return nil, err
+						}
+						f, closeF = p, p.Close
+					} else {
+						c, err := pars.New(pars.Options{Connections: n, NoPipeline: mode == "pars-serial", ConnOptions: laneOptions(l, streams[mode])})
+						if err != nil {
+							return nil, err
+						}
+						f, closeF = c, c.Close
+					}
+					p, err := player.New(player.Config{URL: url, Fetcher: f, Load: dash.Load, ABR: abr.Fixed{TrackID: a.Tracks[0].ID},
+						Duration: 5 * time.Second, RequestTimeout: 30 * time.Second, Transport: mode})
 					if err != nil {
 						return nil, err
 					}
-					f, closeF = c, c.Close
-				} else {
-					p, err := pars.NewParallel(n, conn)
-					if err != nil {
-						return nil, err
+					t0 := time.Now()
+					rep2, err := p.Run(ctx)
+					closeF()
+					run.Seconds = time.Since(t0).Seconds()
+					if err != nil || rep2.StartupDelayMS == nil {
+						run.Error = fmt.Sprintf("no start-up: %v", err)
+					} else {
+						run.Metrics = map[string]any{"startup_delay_ms": *rep2.StartupDelayMS, "throughput_kbps": rep2.ThroughputKbps}
 					}
-					f, closeF = p, p.Close
+					r.Runs = append(r.Runs, run)
+					fmt.Fprintf(o.progress, "startup rep %d %s %s N=%d: %v ms %s\n", rep, ct.name, mode, n, run.Metrics["startup_delay_ms"], run.Error)
 				}
-				p, err := player.New(player.Config{URL: url, Fetcher: f, Load: dash.Load, ABR: abr.Fixed{TrackID: a.Tracks[0].ID},
-					Duration: 5 * time.Second, RequestTimeout: 30 * time.Second, Transport: mode})
-				if err != nil {
-					return nil, err
-				}
-				t0 := time.Now()
-				rep2, err := p.Run(ctx)
-				closeF()
-				run.Seconds = time.Since(t0).Seconds()
-				if err != nil || rep2.StartupDelayMS == nil {
-					run.Error = fmt.Sprintf("no start-up: %v", err)
-				} else {
-					run.Metrics = map[string]any{"startup_delay_ms": *rep2.StartupDelayMS, "throughput_kbps": rep2.ThroughputKbps}
-				}
-				r.Runs = append(r.Runs, run)
-				fmt.Fprintf(o.progress, "startup rep %d %s N=%d: %v ms %s\n", rep, mode, n, run.Metrics["startup_delay_ms"], run.Error)
 			}
 		}
 	}

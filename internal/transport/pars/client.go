@@ -41,6 +41,14 @@ type Options struct {
 	// included) instead of the throughput after slow start. The lab found the model
 	// fits these better under random loss (docs/results/pars.md).
 	WholeSegmentSamples bool
+	// NoPipeline fetches each segment alone, as the player asks for it, instead of
+	// starting the next segment's ranges on connections that finished their range of
+	// the current one (pipeline.go). For comparisons.
+	NoPipeline bool
+	// Ahead is how many segments beyond the one asked for the pipeline may fetch (2):
+	// with one, a connection that finished its range of the next segment while the
+	// current one's slowest range was still running had nothing to do.
+	Ahead int
 }
 
 // Client is ParS from the player's side: each media segment is fetched as N byte
@@ -58,8 +66,13 @@ type Client struct {
 	sizes   map[string]int64            // segment URL → size learnt by HEAD
 	noRange map[string]bool             // host → answered a range with 200
 
+	chains map[string]*chain // by URL with the segment number taken out; guarded by mu
+	life   context.Context   // ends at Close: fetches ahead of the player run under it
+	stop   context.CancelFunc
+
 	lastN                                       atomic.Int64
 	segments, ranges, retries, heads, fallbacks atomic.Int64
+	prefetched, wasted                          atomic.Int64
 	samples                                     sampleLog
 }
 
@@ -81,8 +94,14 @@ func New(o Options) (*Client, error) {
 	if !o.Auto && (o.Connections < 1 || o.Connections > o.MaxConnections) {
 		return nil, fmt.Errorf("pars: %d connections: want 1..%d or auto", o.Connections, o.MaxConnections)
 	}
+	if o.Streams > 1 && o.LaneProtocol == httppull.HTTP1 {
+		return nil, fmt.Errorf("pars: %d streams per connection need HTTP/2 on each connection (LaneProtocol h2 or h2c); HTTP/1.1 would open more connections", o.Streams)
+	}
 	if o.MinRange <= 0 {
 		o.MinRange = 16 << 10
+	}
+	if o.Ahead <= 0 {
+		o.Ahead = 2
 	}
 	if o.SkipRTTs <= 0 {
 		o.SkipRTTs = 4
@@ -91,7 +110,8 @@ func New(o Options) (*Client, error) {
 		o.MinRTTs = 4
 	}
 	c := &Client{opts: o, indexes: map[string]map[string]int64{}, sizes: map[string]int64{}, noRange: map[string]bool{},
-		pool: newLanePool(o.ConnOptions, 2*o.MaxConnections+1)}
+		pool: newLanePool(o.ConnOptions, 2*o.MaxConnections+1), chains: map[string]*chain{}}
+	c.life, c.stop = context.WithCancel(context.Background())
 	if o.Auto {
 		o.Estimator.Max = o.MaxConnections
 		c.est = NewEstimator(o.Estimator)
@@ -102,14 +122,22 @@ func New(o Options) (*Client, error) {
 	return c, nil
 }
 
-// Protocol is always HTTP/1.1: ParS needs separate TCP connections.
-func (c *Client) Protocol() string { return "HTTP/1.1" }
+// Protocol is HTTP/1.1 (ParS needs separate TCP connections), or HTTP/2.0 when each
+// of them carries more than one request at once (ConnOptions.Streams).
+func (c *Client) Protocol() string {
+	if c.opts.LaneProtocol == httppull.HTTP1 {
+		return "HTTP/1.1"
+	}
+	return "HTTP/2.0"
+}
 
 // WireBytes returns the bytes read and written on all connections so far.
 func (c *Client) WireBytes() (read, written int64) { return c.pool.wireBytes() }
 
 // Close closes the connections.
 func (c *Client) Close() error {
+	c.stop()
+	c.closeChains()
 	c.pool.close()
 	return nil
 }
@@ -140,12 +168,16 @@ type Stats struct {
 	Retries   int64 // ranges retried after a failure or stall
 	Heads     int64 // HEAD requests for sizes
 	Fallbacks int64 // segments fetched whole because the server ignored Range
-	Samples   []Sample
+	// Prefetched counts segments the player got from a fetch started before it asked
+	// (pipelining); Wasted those fetched ahead and dropped unasked.
+	Prefetched, Wasted int64
+	Samples            []Sample
 }
 
 // Sample is the throughput of one segment download after slow start.
 type Sample struct {
 	N     int
+	Mixed bool // shared the link with a segment fetched with another N: not given to the estimator
 	Bytes int64
 	D     time.Duration
 	Bps   float64
@@ -154,7 +186,8 @@ type Sample struct {
 // Stats returns the counters so far.
 func (c *Client) Stats() Stats {
 	return Stats{Segments: c.segments.Load(), Ranges: c.ranges.Load(), Retries: c.retries.Load(),
-		Heads: c.heads.Load(), Fallbacks: c.fallbacks.Load(), Samples: c.samples.all()}
+		Heads: c.heads.Load(), Fallbacks: c.fallbacks.Load(), Prefetched: c.prefetched.Load(), Wasted: c.wasted.Load(),
+		Samples: c.samples.all()}
 }
 
 // Fetch gets req: media segments in N ranges, everything else with one GET.
@@ -171,17 +204,31 @@ func (c *Client) Fetch(ctx context.Context, req player.SegmentRequest) (*player.
 	if c.est != nil {
 		n = c.est.Next()
 	}
-	resp, sample, err := c.fetchSegment(ctx, req.URL, n)
+	var resp *player.Response
+	var sample Sample
+	var err error
+	pipelined := false
+	if !c.opts.NoPipeline {
+		resp, sample, pipelined, err = c.fetchPipelined(ctx, req, n)
+	}
+	if !pipelined {
+		resp, sample, err = c.fetchSegment(ctx, req.URL, n)
+		sample.N = n
+	}
 	if err != nil {
 		return nil, err
 	}
 	c.segments.Add(1)
-	c.lastN.Store(int64(n))
+	// A segment fetched ahead used the N of its time (sample.N): the estimator takes
+	// it only if that is the N it asks for now.
+	c.lastN.Store(int64(sample.N))
+	if c.est != nil && !sample.Mixed && resp.PayloadBytes >= int64(sample.N)<<16 {
+		c.est.ObserveWhole(sample.N, resp.PayloadBytes, resp.End.Sub(resp.Start))
+	}
 	if sample.Bytes > 0 {
-		sample.N = n
 		c.samples.add(sample)
-		if c.est != nil {
-			c.est.Observe(n, sample.Bytes, sample.D)
+		if c.est != nil && !sample.Mixed {
+			c.est.Observe(sample.N, sample.Bytes, sample.D)
 		}
 	}
 	if !req.KeepBody {
@@ -268,21 +315,26 @@ func (c *Client) fetchSegment(ctx context.Context, u string, n int) (*player.Res
 		resp.FirstByte = end
 	}
 	resp.OverheadBytes, resp.OverheadExact = max(wireTotal(lanes)-w0-resp.PayloadBytes, 0), true
-	var s Sample
+	return resp, c.sample(m, n, len(ranges), start, end, resp.PayloadBytes), nil
+}
+
+// sample is the throughput sample of one segment fetched with n connections in
+// ranges ranges (0: whole), or none.
+func (c *Client) sample(m *meter, n, ranges int, start, end time.Time, payload int64) Sample {
 	switch {
-	case len(ranges) != n && (n != 1 || len(ranges) > 1):
+	case ranges != n && (n != 1 || ranges > 1):
 		// fewer ranges than connections (a small segment): not a sample of X_n
 	case c.opts.WholeSegmentSamples:
 		// Small segments (audio) measure round trips, not throughput: 64 KiB per connection at least.
-		if d := end.Sub(start); d > 0 && resp.PayloadBytes >= int64(n)<<16 {
-			s = Sample{Bytes: resp.PayloadBytes, D: d, Bps: float64(resp.PayloadBytes) * 8 / d.Seconds()}
+		if d := end.Sub(start); d > 0 && payload >= int64(n)<<16 {
+			return Sample{Bytes: payload, D: d, Bps: float64(payload) * 8 / d.Seconds()}
 		}
 	default:
 		if b, d, ok := m.steady(c.opts.SkipRTTs, c.opts.MinRTTs); ok {
-			s = Sample{Bytes: b, D: d, Bps: float64(b) * 8 / d.Seconds()}
+			return Sample{Bytes: b, D: d, Bps: float64(b) * 8 / d.Seconds()}
 		}
 	}
-	return resp, s, nil
+	return Sample{}
 }
 
 // getWhole GETs u without a Range header on lane l (meter slot i).

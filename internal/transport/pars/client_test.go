@@ -145,7 +145,9 @@ func TestReassembly(t *testing.T) {
 		t.Run(fmt.Sprintf("N=%d", n), func(t *testing.T) {
 			o, s := newTestOrigin(t, sizes...)
 			o.index = true
-			c := newTestClient(t, n)
+			// One segment at a time, so each segment's requests can be counted
+			// (pipelining: pipeline_test.go).
+			c := newTestClient(t, n, func(o *Options) { o.NoPipeline = true })
 			for i, size := range sizes {
 				o.reset()
 				resp := fetchSeg(t, c, s, i+1)

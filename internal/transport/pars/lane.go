@@ -36,6 +36,15 @@ type ConnOptions struct {
 	// Content-Length claims, before allocating it (default 256 MiB).
 	MaxSegmentBytes int64
 	Logger          *slog.Logger
+	// Streams is how many range requests one connection carries at once (1). More
+	// needs HTTP/2 on each connection (H2C for http URLs, H2 for https): each
+	// connection is still its own TCP connection, and a second request on it keeps
+	// the connection sending while the first one's successor is asked for — what
+	// HTTP/1.1 pipelining would do, which Go's client does not.
+	Streams int
+	// LaneProtocol is the protocol of each connection: httppull.HTTP1 (default), or
+	// H2C / H2 for Streams > 1.
+	LaneProtocol httppull.Protocol
 }
 
 func (o ConnOptions) withDefaults() ConnOptions {
@@ -50,6 +59,12 @@ func (o ConnOptions) withDefaults() ConnOptions {
 	}
 	if o.MaxSegmentBytes <= 0 {
 		o.MaxSegmentBytes = 256 << 20
+	}
+	if o.Streams <= 0 {
+		o.Streams = 1
+	}
+	if o.LaneProtocol == "" {
+		o.LaneProtocol = httppull.HTTP1
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -70,7 +85,7 @@ func newLanes(n int, o ConnOptions) ([]*lane, error) {
 	out := make([]*lane, n)
 	for i := range out {
 		c, err := httppull.NewClient(httppull.ClientOptions{
-			Protocol: httppull.HTTP1, Insecure: o.Insecure, TLSConfig: o.TLSConfig,
+			Protocol: o.LaneProtocol, Insecure: o.Insecure, TLSConfig: o.TLSConfig,
 			DialContext: o.DialContext, UserAgent: o.UserAgent,
 		})
 		if err != nil {

@@ -82,6 +82,10 @@ type EstimatorConfig struct {
 	// Tolerance: two samples in a row further than this share from the model's X_N
 	// (the network changed) start a new probe (0.35).
 	Tolerance float64
+	// MinGain: when X2 is at most (1+MinGain)·X1, one connection already fills the
+	// bottleneck (a BBR sender on a lossy link, a link with no loss): the estimator
+	// uses N = 1 and says so rather than opening connections that add nothing (0.05).
+	MinGain float64
 }
 
 func (c EstimatorConfig) withDefaults() EstimatorConfig {
@@ -104,19 +108,26 @@ func (c EstimatorConfig) withDefaults() EstimatorConfig {
 	if c.Tolerance <= 0 {
 		c.Tolerance = 0.35
 	}
+	if c.MinGain <= 0 {
+		c.MinGain = 0.05
+	}
 	return c
 }
 
 // Estimate is the estimator's current view.
 type Estimate struct {
-	X1, X2      float64 // bit/s, after slow start
-	Capacity    float64 // C, bit/s; 0 when not valid
-	Competing   float64 // M; 0 when not valid
-	Connections int     // the N in use
-	Valid       bool    // C and M come from X1 < X2 < 2·X1
-	Reason      string  // how N was chosen, or why the model could not be used
-	Estimates   int     // how many times X1 and X2 were measured
-	At          time.Time
+	X1, X2 float64 // bit/s, after slow start
+	// WholeX1, WholeX2 are the same probes as whole-segment throughput (size over
+	// request-to-last-byte time): what a second connection adds to a segment's
+	// delivery, the measure of "one connection already fills the link".
+	WholeX1, WholeX2 float64
+	Capacity         float64 // C, bit/s; 0 when not valid
+	Competing        float64 // M; 0 when not valid
+	Connections      int     // the N in use
+	Valid            bool    // C and M come from X1 < X2 < 2·X1
+	Reason           string  // how N was chosen, or why the model could not be used
+	Estimates        int     // how many times X1 and X2 were measured
+	At               time.Time
 }
 
 type phase int
@@ -155,6 +166,7 @@ type Estimator struct {
 	mu      sync.Mutex
 	ph      phase
 	acc     map[int]*accum
+	whole   map[int]*accum // whole-segment throughput of the same probes
 	est     Estimate
 	prevN   int // last N from a valid estimate, 0 if none
 	since   int // samples at the chosen N since the estimate
@@ -179,6 +191,7 @@ func (e *Estimator) Config() EstimatorConfig { return e.cfg }
 func (e *Estimator) reprobe(why string) {
 	e.ph = probing
 	e.acc = map[int]*accum{1: {}, 2: {}}
+	e.whole = map[int]*accum{1: {}, 2: {}}
 	e.since, e.outside = 0, 0
 	e.est.Reason = why
 }
@@ -200,6 +213,14 @@ func (e *Estimator) probeN() int {
 		return 2
 	}
 	return 1
+}
+
+// Probing reports whether the estimator is measuring X1 and X2: its samples must
+// not share the link with fetches at another N (ParS does not fetch ahead then).
+func (e *Estimator) Probing() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.ph == probing
 }
 
 // Current returns the current estimate.
@@ -253,12 +274,57 @@ func (e *Estimator) Observe(n int, bytes int64, d time.Duration) {
 	}
 }
 
+// ObserveWhole adds a probe segment's whole-segment throughput (bytes over its
+// request-to-last-byte time d with n connections). Call it before Observe for the
+// same segment. Outside probing, or at an N the probe is not at, it is ignored.
+func (e *Estimator) ObserveWhole(n int, bytes int64, d time.Duration) {
+	if bytes <= 0 || d <= 0 {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.ph != probing || n != e.probeN() {
+		return
+	}
+	a := e.whole[n]
+	a.bytes += float64(bytes)
+	a.secs += d.Seconds()
+	a.n++
+}
+
 // solve turns the probes into an estimate. Callers hold e.mu.
 func (e *Estimator) solve() {
 	x1, x2 := e.acc[1].rate(), e.acc[2].rate()
-	est := Estimate{X1: x1, X2: x2, Estimates: e.est.Estimates + 1, At: e.now()}
+	w1, w2 := e.whole[1].rate(), e.whole[2].rate()
+	est := Estimate{X1: x1, X2: x2, WholeX1: w1, WholeX2: w2, Estimates: e.est.Estimates + 1, At: e.now()}
 	c, m, err := Solve(x1, x2)
+	// After slow start each connection is measured over its own window, which makes
+	// two connections look faster than they are when one alone fills the link (BBR
+	// on a lossy link: the lab saw X2 ≈ 1.15·X1 while whole segments came 2%
+	// faster); whole-segment throughput shows what the second connection adds.
+	wholeNoGain := w1 > 0 && w2 > 0 && w2 <= (1+e.cfg.MinGain)*w1
 	switch {
+	case wholeNoGain:
+		est.Valid = err == nil
+		if est.Valid {
+			est.Capacity, est.Competing = c, m
+		}
+		est.Connections = 1
+		est.Reason = fmt.Sprintf("one connection already fills the link: whole segments came at %.0f kbit/s with two connections, within %.0f%% of %.0f kbit/s with one; using N=1",
+			w2/1000, 100*e.cfg.MinGain, w1/1000)
+		e.prevN = 1
+	case x2 <= (1+e.cfg.MinGain)*x1:
+		est.Valid = err == nil
+		if est.Valid {
+			est.Capacity, est.Competing = c, m
+		}
+		est.Connections = 1
+		est.Reason = fmt.Sprintf("one connection already fills the link: X2 %.0f kbit/s is within %.0f%% of X1 %.0f kbit/s; using N=1",
+			x2/1000, 100*e.cfg.MinGain, x1/1000)
+		if err != nil {
+			est.Reason += " (" + err.Error() + ")"
+		}
+		e.prevN = 1
 	case err == nil:
 		est.Valid, est.Capacity, est.Competing = true, c, m
 		est.Connections = Choose(m, e.cfg.Share, e.cfg.Max)

@@ -147,6 +147,42 @@ func TestEstimatorFallsBack(t *testing.T) {
 			t.Fatalf("estimate %+v, want invalid, N=1, saying X2 ≤ X1", est)
 		}
 	})
+	t.Run("one connection fills the link", func(t *testing.T) {
+		for _, tc := range []struct {
+			x2    int64
+			wantN int
+		}{{1_040_000, 1}, {1_050_000, 1}, {1_200_000, 2}} {
+			e := NewEstimator(EstimatorConfig{ProbeSamples: 1})
+			e.Observe(2, tc.x2, time.Second)
+			e.Observe(1, 1_000_000, time.Second)
+			est := e.Current()
+			if est.Connections != tc.wantN || e.Next() != tc.wantN {
+				t.Errorf("X2 = %d·X1/1e6: estimate %+v, want N=%d", tc.x2, est, tc.wantN)
+			}
+			if tc.wantN == 1 && (!est.Valid || !strings.Contains(est.Reason, "one connection already fills the link")) {
+				t.Errorf("X2 = %d·X1/1e6: estimate %+v, want a valid model that says one connection fills the link", tc.x2, est)
+			}
+		}
+	})
+	t.Run("whole segments show one connection fills the link", func(t *testing.T) {
+		// After slow start two connections look 15% faster; whole segments 2%.
+		e := NewEstimator(EstimatorConfig{ProbeSamples: 1})
+		e.ObserveWhole(2, 1_020_000, time.Second)
+		e.Observe(2, 1_150_000, time.Second)
+		e.ObserveWhole(1, 1_000_000, time.Second)
+		e.Observe(1, 1_000_000, time.Second)
+		est := e.Current()
+		if est.Connections != 1 || !strings.Contains(est.Reason, "whole segments") || est.WholeX2 != 8_160_000 {
+			t.Errorf("estimate %+v, want N=1 from whole segments", est)
+		}
+		// Without whole-segment probes the after-slow-start gain decides: N=2.
+		e = NewEstimator(EstimatorConfig{ProbeSamples: 1})
+		e.Observe(2, 1_150_000, time.Second)
+		e.Observe(1, 1_000_000, time.Second)
+		if est := e.Current(); est.Connections == 1 {
+			t.Errorf("estimate %+v without whole-segment probes", est)
+		}
+	})
 	t.Run("superlinear, no earlier estimate", func(t *testing.T) {
 		e := NewEstimator(EstimatorConfig{ProbeSamples: 1, Fallback: 3})
 		e.Observe(2, 3_000_000, time.Second)

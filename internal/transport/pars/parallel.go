@@ -282,8 +282,10 @@ func nextURL(u string, from, to uint64) (string, bool) {
 	}
 	dir, file := path.Split(pu.Path)
 	num := strconv.FormatUint(from, 10)
-	i := strings.Index(file, num)
-	if i < 0 || strings.Count(file, num) != 1 {
+	// Look in the name before its extension: "4.m4s" has one segment number.
+	stem := strings.TrimSuffix(file, path.Ext(file))
+	i := strings.Index(stem, num)
+	if i < 0 || strings.Count(stem, num) != 1 {
 		return "", false
 	}
 	if i > 0 && isDigit(file[i-1]) || i+len(num) < len(file) && isDigit(file[i+len(num)]) {

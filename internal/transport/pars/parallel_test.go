@@ -23,10 +23,11 @@ func TestNextURL(t *testing.T) {
 		{"http://h/vod/a/v360/7.m4s", 7, 8, "http://h/vod/a/v360/8.m4s", true},
 		{"http://h/vod/a/v360/9.m4s?x=9", 9, 10, "http://h/vod/a/v360/10.m4s?x=9", true},
 		{"http://h/vod/a/v360/seg-12.m4s", 12, 14, "http://h/vod/a/v360/seg-14.m4s", true},
-		{"http://h/vod/a/v1/1.m4s", 1, 2, "http://h/vod/a/v1/2.m4s", true}, // the number in the folder is not touched
-		{"http://h/vod/a/v/t12345.m4s", 3, 4, "", false},                   // $Time$: the number is not there
-		{"http://h/vod/a/v/t12345.m4s", 23, 24, "", false},                 // inside a longer number
-		{"http://h/vod/a/v/11_11.m4s", 11, 12, "", false},                  // ambiguous
+		{"http://h/vod/a/v1/1.m4s", 1, 2, "http://h/vod/a/v1/2.m4s", true},     // the number in the folder is not touched
+		{"http://h/vod/a/v/t12345.m4s", 3, 4, "", false},                       // $Time$: the number is not there
+		{"http://h/vod/a/v/t12345.m4s", 23, 24, "", false},                     // inside a longer number
+		{"http://h/vod/a/v/11_11.m4s", 11, 12, "", false},                      // ambiguous
+		{"http://h/vod/a/v360/4.m4s", 4, 5, "http://h/vod/a/v360/5.m4s", true}, // the 4 of "m4s" is not a segment number
 		{"http://h/vod/a/v/", 1, 2, "", false},
 	}
 	for _, tt := range tests {
