@@ -17,13 +17,14 @@ import (
 
 // DefaultCompareTransports are the transports for one live channel: LL-DASH over
 // HTTP/1.1, h2c and h2 (TLS), HTTP/2 push of the init segments, WebSocket push, ParS (N
-// chosen by its model) and LL-HLS over HTTP/1.1 and h2 (TLS).
-var DefaultCompareTransports = []string{"http1", "h2c", "h2", "h2push-init", "ws", "pars", "hls", "hls-h2"}
+// chosen by its model), LL-HLS over HTTP/1.1 and h2 (TLS), and FDSP (dual TCP+UDP,
+// adaptive BP; the top video rung in 10 s substreams, so its start-up is a substream's).
+var DefaultCompareTransports = []string{"http1", "h2c", "h2", "h2push-init", "ws", "pars", "hls", "hls-h2", "fdsp"}
 
 // DefaultBrowserCompareTransports are the same transports for browser clients: the
 // browser plays http1 and h2 with dash.js (LL-DASH on this channel), hls and hls-h2 with
 // hls.js (LL-HLS), ws with the page's WebSocket push player; h2c, push and ParS are
-// listed in the report as not playable by a browser.
+// listed in the report as not playable by a browser, and so is FDSP.
 var DefaultBrowserCompareTransports = DefaultCompareTransports
 
 // CompareMetrics are the columns of the comparison, the player's JSON keys.

@@ -40,6 +40,9 @@ func TestCompareScenario(t *testing.T) {
 			t.Errorf("%s plays %s, want %s…/live/live-seg-2s/master.m3u8 (LL-HLS)", tr, u, scheme)
 		}
 	}
+	if !s.usesFDSP() {
+		t.Error("the default comparison plays FDSP, so its origin must listen for it")
+	}
 	if hlsTransports["hls"] != "http1" || hlsTransports["hls-h2"] != "h2" {
 		t.Errorf("the headless player's transports for LL-HLS: %v, want http1 and h2", hlsTransports)
 	}

@@ -270,6 +270,9 @@ func StartOrigin(ctx context.Context, nw *netem.Network, s *Scenario, durs []tim
 	if !s.Play.Live {
 		args = append(args, "--channel", "") // none: serve the assets on demand only
 	}
+	if s.usesFDSP() { // FDSP's own TCP listener and UDP socket (the next port)
+		args = append(args, "--fdsp", fmt.Sprintf("0.0.0.0:%d", fdspPort))
+	}
 	cmd := nw.CommandContext(ctx, "server", append([]string{opts.Bin}, args...)...)
 	logf, err := os.Create(filepath.Join(opts.OutDir, "origin.log"))
 	if err != nil {
@@ -287,6 +290,25 @@ func StartOrigin(ctx context.Context, nw *netem.Network, s *Scenario, durs []tim
 		return nil, fmt.Errorf("origin: %v\n%s", err, Tail(string(b), 20))
 	}
 	return cmd, nil
+}
+
+// fdspPort is the origin's FDSP TCP port in the server host; UDP is the next port.
+const fdspPort = 9710
+
+// usesFDSP says whether a cell of the scenario plays over FDSP (fdsp, fdsp-tcp,
+// fdsp-udp), so the origin must listen for it.
+func (s *Scenario) usesFDSP() bool {
+	for _, p := range s.Matrix {
+		if p.Name != "transport" {
+			continue
+		}
+		for _, v := range p.Values {
+			if strings.HasPrefix(v, "fdsp") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // WaitReachable waits until a TCP connection from host to addr succeeds, for at most
