@@ -9,6 +9,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/streambed/streambed/internal/lab/load/workload"
 )
 
 // A soak is a long mixed run against one live channel: WebSocket push, HTTP/1.1 and
@@ -291,7 +293,7 @@ func (r *SoakResult) HealthyOK() bool {
 // runSlot is one viewer slot: sessions one after another until ctx ends.
 func runSlot(ctx context.Context, o *SoakOptions, kind string, slow bool, at time.Time, seed uint64, rec *responses, live *activeCount, done func(session, bool, bool)) {
 	rng := rand.New(rand.NewPCG(seed, 1))
-	if !sleepUntil(ctx, at) {
+	if !workload.SleepUntil(ctx, at) {
 		return
 	}
 	for ctx.Err() == nil {
@@ -312,28 +314,13 @@ func runSlot(ctx context.Context, o *SoakOptions, kind string, slow bool, at tim
 			env.conns.close()
 		}
 		done(s, vanish, slow)
-		if !sleepUntil(ctx, time.Now().Add(time.Duration(rng.Int64N(int64(2*time.Second))))) {
+		if !workload.SleepUntil(ctx, time.Now().Add(time.Duration(rng.Int64N(int64(2*time.Second))))) {
 			return
 		}
 	}
 }
 
 var viewers = map[string]viewer{WS: wsViewer, HTTP1: pullViewer, HTTP2: pullViewer, SoakHLS: hlsViewer}
-
-func sleepUntil(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
 
 // activeCount is how many sessions are running, per kind.
 type activeCount struct {

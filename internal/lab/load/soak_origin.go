@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/streambed/streambed/internal/lab/load/workload"
 )
 
 func tlsConfig(insecure bool) *tls.Config {
@@ -175,7 +177,7 @@ func (m *sampler) settle(ctx context.Context, base OriginSample, left time.Time,
 				break
 			}
 		}
-		if el >= limit || !sleepUntil(ctx, time.Now().Add(time.Second)) {
+		if el >= limit || !workload.SleepUntil(ctx, time.Now().Add(time.Second)) {
 			break
 		}
 	}

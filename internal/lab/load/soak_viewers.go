@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/streambed/streambed/internal/lab/load/workload"
 	"github.com/streambed/streambed/internal/layout"
 	"github.com/streambed/streambed/internal/player/hls"
 	"github.com/streambed/streambed/internal/transport/wspush"
@@ -192,7 +193,7 @@ func pullViewer(ctx context.Context, v *viewerEnv) session {
 		if !ok {
 			return s.fail(ctx, errors.New("the timeline ended"))
 		}
-		if !sleepUntil(ctx, next.AvailableAt) {
+		if !workload.SleepUntil(ctx, next.AvailableAt) {
 			break
 		}
 		for i, r := range t.Reps {
@@ -300,7 +301,7 @@ func hlsViewer(ctx context.Context, v *viewerEnv) session {
 				}
 			}
 		}
-		if !sleepUntil(ctx, time.Now().Add(reload)) {
+		if !workload.SleepUntil(ctx, time.Now().Add(reload)) {
 			break
 		}
 	}

@@ -170,7 +170,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	var busyMu sync.Mutex
 	busy := 0
 	for i, a := range plan {
-		if !sleepUntil(ctx, begin.Add(a.At)) {
+		if !SleepUntil(ctx, begin.Add(a.At)) {
 			break
 		}
 		busyMu.Lock()
@@ -212,7 +212,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			rec.Session(time.Now(), -1)
 		}()
 	}
-	sleepUntil(ctx, end)
+	SleepUntil(ctx, end)
 	wg.Wait()
 	stopProgress()
 	r := rec.Finish(time.Now())
@@ -237,8 +237,8 @@ func (o *Options) shiftOf(i int) time.Duration {
 	return o.TimeShift * time.Duration(j%10+1) / 10
 }
 
-// sleepUntil waits for t; false if ctx ended first.
-func sleepUntil(ctx context.Context, t time.Time) bool {
+// SleepUntil waits for t; false if ctx ended first.
+func SleepUntil(ctx context.Context, t time.Time) bool {
 	d := time.Until(t)
 	if d <= 0 {
 		return ctx.Err() == nil
@@ -321,7 +321,7 @@ func (w *worker) close() { w.hc.CloseIdleConnections() }
 func (w *worker) stopped() bool { return w.stop.Err() != nil }
 
 // wait sleeps until t or the session's end; false at the end.
-func (w *worker) wait(t time.Time) bool { return sleepUntil(w.stop, t) }
+func (w *worker) wait(t time.Time) bool { return SleepUntil(w.stop, t) }
 
 // errStatus is a request that was answered, but not with 200.
 type errStatus struct{ code int }
