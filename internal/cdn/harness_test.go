@@ -128,6 +128,7 @@ type counter struct {
 	mu    sync.Mutex
 	n     map[string]int
 	bytes map[string]int64
+	codes map[string]map[int]int // per URI: responses by status
 }
 
 func (c *counter) wrap(h http.Handler) http.Handler {
@@ -143,6 +144,13 @@ func (c *counter) wrap(h http.Handler) http.Handler {
 		defer func() {
 			c.mu.Lock()
 			c.bytes[uri] += cw.n
+			if c.codes == nil {
+				c.codes = map[string]map[int]int{}
+			}
+			if c.codes[uri] == nil {
+				c.codes[uri] = map[int]int{}
+			}
+			c.codes[uri][cw.statusCode()]++
 			c.mu.Unlock()
 		}()
 		h.ServeHTTP(cw, r)
@@ -153,10 +161,29 @@ func (c *counter) wrap(h http.Handler) http.Handler {
 // through http.ResponseController.
 type countingWriter struct {
 	http.ResponseWriter
-	n int64
+	n    int64
+	code int
+}
+
+func (w *countingWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// statusCode is the response's status: 200 when the handler wrote without one.
+func (w *countingWriter) statusCode() int {
+	if w.code == 0 {
+		return http.StatusOK
+	}
+	return w.code
 }
 
 func (w *countingWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
 	n, err := w.ResponseWriter.Write(b)
 	w.n += int64(n)
 	return n, err
@@ -176,6 +203,20 @@ func (c *counter) Snapshot() (map[string]int, map[string]int64) {
 		b[k] = v
 	}
 	return n, b
+}
+
+// Codes is a copy of the responses by status per URI.
+func (c *counter) Codes() map[string]map[int]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]map[int]int{}
+	for u, m := range c.codes {
+		out[u] = map[int]int{}
+		for k, v := range m {
+			out[u][k] = v
+		}
+	}
+	return out
 }
 
 // Of is the number of requests for uri.

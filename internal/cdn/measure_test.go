@@ -79,6 +79,9 @@ type kindCount struct {
 	Objects        int     `json:"objects"`
 	MaxPerObject   int     `json:"origin_requests_max_per_object"`
 	Reduction      float64 `json:"request_reduction_percent"`
+	// OriginStatuses are the origin's answers by status: a second request for an
+	// object is usually a 404 for a segment asked for before it existed.
+	OriginStatuses map[string]int `json:"origin_statuses,omitempty"`
 }
 
 type measurement struct {
@@ -118,6 +121,7 @@ func measureShield(t *testing.T, org *origin, targets []string, players int, run
 		period = time.Duration(f * float64(time.Second))
 	}
 	org0, _ := org.Count.Snapshot()
+	codes0 := org.Count.Codes()
 	type tally struct {
 		requests map[string]int
 		bytes    map[string]int64
@@ -179,6 +183,7 @@ func measureShield(t *testing.T, org *origin, targets []string, players int, run
 	wg.Wait()
 	elapsed := time.Since(start)
 	orgN, orgB := org.Count.Snapshot()
+	codesN := org.Count.Codes()
 	m := measurement{Players: players, Seconds: elapsed.Seconds(), Errors: total.errors, ByKind: map[string]kindCount{},
 		MinUpdatePeriod: period.String()}
 	for uri, n := range orgN {
@@ -200,6 +205,14 @@ func measureShield(t *testing.T, org *origin, targets []string, players int, run
 		kc.OriginBytes += orgB[uri]
 		kc.Objects++
 		kc.MaxPerObject = max(kc.MaxPerObject, n)
+		for code, k := range codesN[uri] {
+			if k -= codes0[uri][code]; k > 0 {
+				if kc.OriginStatuses == nil {
+					kc.OriginStatuses = map[string]int{}
+				}
+				kc.OriginStatuses[strconv.Itoa(code)] += k
+			}
+		}
 		m.ByKind[kind] = kc
 	}
 	kindsSeen := []string{"mpd", "video", "audio"}
