@@ -16,6 +16,7 @@ import (
 
 	"github.com/streambed/streambed/internal/hub"
 	"github.com/streambed/streambed/internal/transport"
+	"github.com/streambed/streambed/internal/transport/pars"
 )
 
 // Config is the serve configuration's `fdsp:` section.
@@ -52,7 +53,7 @@ func (c Config) listen(ctx context.Context) func(network, addr string) (net.List
 		return nil
 	}
 	return func(_, addr string) (net.Listener, error) {
-		ln, err := listenCC(ctx, addr, cc)
+		ln, err := pars.ListenCCOn(ctx, "tcp", addr, cc) // v4 or v6, as the address says
 		if err != nil {
 			return nil, fmt.Errorf("TCP congestion control %q (fdsp.cc; \"system\" keeps the kernel's): %w", cc, err)
 		}

@@ -8,12 +8,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ListenCC listens on TCP addr with congestion control algorithm cc ("cubic",
+// ListenCC listens on TCP addr (IPv4) with congestion control algorithm cc ("cubic",
 // "reno", "bbr"; "" keeps the system default) on the listening socket, which the
 // connections it accepts inherit. The lab uses it to make a server send with a
 // loss-based algorithm whatever the machine's default is: with BBR, random loss
 // hardly slows one connection, and the study's effect disappears.
 func ListenCC(ctx context.Context, addr, cc string) (net.Listener, error) {
+	return ListenCCOn(ctx, "tcp4", addr, cc)
+}
+
+// ListenCCOn is ListenCC on network "tcp", "tcp4" or "tcp6" (serve's listeners take
+// whatever the address says).
+func ListenCCOn(ctx context.Context, network, addr, cc string) (net.Listener, error) {
 	lc := net.ListenConfig{}
 	if cc != "" {
 		lc.Control = func(_, _ string, c syscall.RawConn) error {
@@ -26,7 +32,7 @@ func ListenCC(ctx context.Context, addr, cc string) (net.Listener, error) {
 			return serr
 		}
 	}
-	return lc.Listen(ctx, "tcp4", addr)
+	return lc.Listen(ctx, network, addr)
 }
 
 // CongestionControl names the congestion control algorithm of a TCP connection
