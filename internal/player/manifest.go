@@ -32,6 +32,13 @@ type Manifest struct {
 	// ServiceDescription is the latency a low-latency stream asks the player to keep
 	// (DASH ServiceDescription); nil when the manifest has none.
 	ServiceDescription *ServiceDescription
+	// Low-latency HLS (player/hls): reloads the origin holds until the next part is
+	// listed (CAN-BLOCK-RELOAD), so a stream at the end of its list waits for the
+	// reload in flight; PartTarget; and ListedEdge, the end of the newest part listed
+	// when the manifest was loaded — hls.js's live edge is that plus the time since.
+	BlockingReload bool
+	PartTarget     time.Duration
+	ListedEdge     time.Duration
 
 	Sets []*AdaptationSet
 }
@@ -44,7 +51,20 @@ type ServiceDescription struct {
 	// Source names where it came from in the QoE report's target_source (""
 	// "service-description"; HLS: "part-hold-back").
 	Source string
+	// CatchUp is whose latency rule the player imitates (target.go).
+	CatchUp CatchUpRule
 }
+
+// CatchUpRule names a player's rule for keeping the target latency.
+type CatchUpRule int
+
+const (
+	// CatchUpDashJS steers by a playback rate above or below 1 (dash.js).
+	CatchUpDashJS CatchUpRule = iota
+	// CatchUpHLSJS starts the target behind hls.js's live edge and only speeds up, with
+	// more than a second buffered (hls.js 1.7 in low-latency mode).
+	CatchUpHLSJS
+)
 
 // UTCTiming is one clock source of a DASH MPD.
 type UTCTiming struct {

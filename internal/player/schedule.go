@@ -569,6 +569,14 @@ func (p *Player) noNextSegment(s *stream, now time.Time) error {
 		p.mu.Unlock()
 		return nil
 	}
+	if p.manifest.BlockingReload {
+		// LL-HLS: the reload in flight (back to back) comes when the next part is listed.
+		s.onReload = true
+		if p.reloadOp == nil {
+			p.startReload()
+		}
+		return nil
+	}
 	// A live list (SegmentTimeline, HLS) ends where the last reload ended: reload,
 	// but not more often than every half segment.
 	if next := p.lastLoad.Add(max(p.nominal()/2, 100*time.Millisecond)); now.Before(next) {
