@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/streambed/streambed/internal/hub"
+	"github.com/streambed/streambed/internal/player"
+	"github.com/streambed/streambed/internal/player/abr"
+	"github.com/streambed/streambed/internal/player/dash"
 	"github.com/streambed/streambed/internal/source/looplive"
 	"github.com/streambed/streambed/internal/transport/h2push"
 	"github.com/streambed/streambed/internal/transport/h2push/pushclient"
@@ -175,4 +180,85 @@ func TestResetFreesALivePush(t *testing.T) {
 	if complete {
 		t.Errorf("segment %d completed before the server let go of its push: the reset did not free it", n)
 	}
+}
+
+// earlyChunks is the play fetcher with its chunk reports checked against the hub: a
+// report that comes while its segment is still being made is early (chunk-level).
+type earlyChunks struct {
+	*h2push.Fetcher
+	ch     *hub.Channel
+	mu     sync.Mutex
+	early  map[string]bool // segment URL → a chunk of it reported before it completed
+	pushed map[string]bool // segment URLs the player got from a push
+}
+
+func (e *earlyChunks) SetChunkSink(sink func(player.Chunk)) {
+	e.Fetcher.SetChunkSink(func(c player.Chunk) {
+		var track string
+		var n uint64
+		if _, err := fmt.Sscanf(strings.ReplaceAll(pathOf(c.Request.URL), "/", " "), " live ll %s %d.m4s", &track, &n); err == nil {
+			if _, complete, err := e.ch.Partial(track, n); err == nil && !complete {
+				e.mu.Lock()
+				e.early[pathOf(c.Request.URL)] = true
+				e.mu.Unlock()
+			}
+		}
+		sink(c)
+	})
+}
+
+func (e *earlyChunks) Fetch(ctx context.Context, req player.SegmentRequest) (*player.Response, error) {
+	resp, err := e.Fetcher.Fetch(ctx, req)
+	if err == nil && resp.Pushed && req.Kind == player.RequestMedia {
+		e.mu.Lock()
+		e.pushed[pathOf(req.URL)] = true
+		e.mu.Unlock()
+	}
+	return resp, err
+}
+
+// TestPlayLiveKPushChunkLevel: the headless player on the one-frame-chunk channel's
+// LL-DASH MPD over h2c with K-push gets segments from pushes in progress and appends
+// their chunks while the hub is still making them.
+func TestPlayLiveKPushChunkLevel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plays a live channel for 6 s")
+	}
+	o := startOrigin(t, h2push.Config{}, "")
+	ch, err := o.hub.Channel("ll")
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := o.h2c + "/live/ll/manifest.mpd"
+	u, _ := url.Parse(manifest)
+	f, err := h2push.NewPlayFetcher("h2cpush-k2", u, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	e := &earlyChunks{Fetcher: f, ch: ch, early: map[string]bool{}, pushed: map[string]bool{}}
+	rule, _ := abr.Parse("fixed:v180")
+	p, err := player.New(player.Config{URL: manifest, Fetcher: e, Load: dash.Load, ABR: rule, Duration: 6 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := p.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.TargetSource != "service-description" || rep.ChunkAppends == 0 {
+		t.Fatalf("target from %q, %d chunk appends: not a low-latency session", rep.TargetSource, rep.ChunkAppends)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var both []string
+	for u := range e.pushed {
+		if e.early[u] {
+			both = append(both, u)
+		}
+	}
+	if len(both) == 0 {
+		t.Errorf("no pushed segment's chunk was reported before the segment completed; pushed %v, early %v", e.pushed, e.early)
+	}
+	t.Logf("pushed and chunk-level: %v; %d chunk appends, %d stalls", both, rep.ChunkAppends, rep.StallCount)
 }
