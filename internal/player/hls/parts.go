@@ -27,7 +27,9 @@ import (
 //
 // Unlike hls.js, which reloads the playlists it plays, a reload fetches every media
 // playlist (at once, each held on its own), and the multivariant playlist only the
-// first time. Delta updates (_HLS_skip) are not asked for.
+// first time. Delta updates (_HLS_skip) are not asked for. Not modelled: a rendition
+// switch mid-segment goes on with the new rendition's next part, where hls.js loads
+// the segment's first (independent) part again — the headless player never decodes.
 
 // Part is one EXT-X-PART of a media playlist.
 type Part struct {
@@ -156,10 +158,12 @@ func (l *loader) fetchAll(ctx context.Context, fetch player.FetcherFunc, uris []
 	}
 	res := make([]got, len(uris))
 	var wg sync.WaitGroup
+	seen := map[string]bool{}
 	for i, u := range uris {
-		if _, ok := playlists[u]; ok {
-			continue
+		if _, ok := playlists[u]; ok || seen[u] {
+			continue // a variant and a rendition may share a playlist
 		}
+		seen[u] = true
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
