@@ -11,174 +11,191 @@ import (
 	"time"
 
 	"github.com/streambed/streambed/internal/hub"
+	"github.com/streambed/streambed/internal/media"
 	"github.com/streambed/streambed/internal/player"
 	"github.com/streambed/streambed/internal/player/abr"
 	"github.com/streambed/streambed/internal/player/dash"
-	"github.com/streambed/streambed/internal/source/looplive"
 	"github.com/streambed/streambed/internal/transport/h2push"
 	"github.com/streambed/streambed/internal/transport/h2push/pushclient"
 )
 
-// inProgressSegment waits, if need be, for a segment of the looped channels to have
-// begun less than 1 s ago (so most of it is still to come) and returns its number:
-// the segment in progress, which K-push promises on a request for the one before.
-func inProgressSegment(t *testing.T) uint64 {
+// fedChannel adds to the origin a live channel "fed" that the test feeds by hand: one
+// video track "v", 1 s segments of four chunks, so a test decides when a segment
+// completes and the order of events is the test's, not the clock's.
+func fedChannel(t *testing.T, o *origin) *hub.Channel {
 	t.Helper()
-	const seg = 2 * time.Second
-	since := time.Since(looplive.DefaultAvailabilityStart)
-	if since%seg > time.Second {
-		time.Sleep(seg - since%seg + 50*time.Millisecond)
-		since = time.Since(looplive.DefaultAvailabilityStart)
+	c, err := hub.NewChannel(hub.ChannelConfig{
+		Info: &media.Stream{Name: "fed", SegmentDuration: time.Second, Tracks: []*media.Track{
+			{ID: "v", Kind: media.Video, Codec: "avc1.64001f", Bandwidth: 100000, Width: 320, Height: 180, FrameRate: "25", Timescale: 1000}}},
+		Inits:    map[string][]byte{"v": []byte("vinit")},
+		Timeline: media.Timeline{AvailabilityStart: time.Now().Add(-time.Minute), SegmentDuration: time.Second, TimeShiftBufferDepth: 10 * time.Second},
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return uint64(since / seg)
+	if err := o.hub.AddChannel(context.Background(), c, nil); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
-// firstData notes, for each pushed stream, whether its segment was complete in the hub
-// when its first DATA frame arrived.
-type firstData struct {
-	ch    *hub.Channel
-	track string
+// feed appends chunk i of segment n (the fourth ends it) and returns its bytes.
+func feed(t *testing.T, c *hub.Channel, n, i uint64) []byte {
+	t.Helper()
+	ch := &media.Chunk{Data: bytes.Repeat([]byte(fmt.Sprintf("s%d-c%d;", n, i)), 50), Start: n*1000 + i*250, Duration: 250, Keyframe: i == 0}
+	if err := c.AppendChunk("v", n, ch, i == 3); err != nil {
+		t.Fatal(err)
+	}
+	return ch.Data
+}
+
+// pushData is a client's OnData hook that notes the bytes of pushed streams.
+type pushData struct {
 	mu    sync.Mutex
-	seen  map[string]bool // URL → complete at its first DATA
-	first chan string     // URL of every pushed stream's first DATA
+	got   map[string][]byte
+	first chan string // URL of every pushed stream's first DATA
 }
 
-func (f *firstData) onData(s *pushclient.Stream, data []byte, end bool) {
+func newPushData() *pushData {
+	return &pushData{got: map[string][]byte{}, first: make(chan string, 8)}
+}
+
+func (d *pushData) onData(s *pushclient.Stream, data []byte, end bool) {
 	if !s.Pushed || len(data) == 0 {
 		return
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, ok := f.seen[s.URL]; ok {
-		return
-	}
-	var n uint64
-	fmt.Sscanf(pathOf(s.URL), "/live/ll/"+f.track+"/%d.m4s", &n)
-	_, complete, err := f.ch.Partial(f.track, n)
-	f.seen[s.URL] = err == nil && complete
-	select {
-	case f.first <- s.URL:
-	default:
+	d.mu.Lock()
+	_, seen := d.got[s.URL]
+	d.got[s.URL] = append(d.got[s.URL], data...)
+	d.mu.Unlock()
+	if !seen {
+		d.first <- s.URL
 	}
 }
 
-func segmentBytes(t *testing.T, ch *hub.Channel, track string, n uint64) []byte {
+func (d *pushData) bytes(u string) []byte {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.got[u]
+}
+
+// await returns the next pushed stream's URL, failing after a bound on waiting.
+func (d *pushData) await(t *testing.T, ctx context.Context) string {
 	t.Helper()
-	seg, err := ch.Segment(track, n, time.Now())
-	if err != nil {
-		t.Fatal(err)
+	select {
+	case u := <-d.first:
+		return u
+	case <-ctx.Done():
+		t.Fatal("no pushed DATA")
+		return ""
 	}
-	var b bytes.Buffer
-	for _, c := range seg.Chunks {
-		b.Write(c.Data)
-	}
-	return b.Bytes()
 }
 
-// TestLivePushStreamsTheSegmentInProgress: K-push on a one-frame-chunk channel
-// promises the segment in progress, and its pushed response leaves chunk by chunk:
-// the first DATA frame arrives while the hub still makes the segment, the bytes pushed
-// are the segment's, and the push, never claimed by a request, is counted as a
-// completed push on both ends.
+// TestLivePushStreamsTheSegmentInProgress: K-push promises segment 1 while it is being
+// made (two of its four chunks stored); the pushed response carries those at once and
+// then each chunk when it is appended, before the segment completes; the bytes pushed
+// are the segment's; the push, never claimed by a request, is counted completed on
+// both ends.
 func TestLivePushStreamsTheSegmentInProgress(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits for a live segment")
-	}
 	o := startOrigin(t, h2push.Config{}, "")
-	ch, err := o.hub.Channel("ll")
-	if err != nil {
-		t.Fatal(err)
+	ch := fedChannel(t, o)
+	for i := uint64(0); i < 4; i++ {
+		feed(t, ch, 0, i)
 	}
-	fd := &firstData{ch: ch, track: "v180", seen: map[string]bool{}, first: make(chan string, 4)}
-	c := pushclient.New(pushclient.Options{OnData: fd.onData})
+	want := append(feed(t, ch, 1, 0), feed(t, ch, 1, 1)...)
+	d := newPushData()
+	c := pushclient.New(pushclient.Options{OnData: d.onData})
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a bound on waiting, not a speed check
 	defer cancel()
-	n := inProgressSegment(t)
 	before := o.pusher.Stats()
-	path := fmt.Sprintf("/live/ll/v180/%d.m4s", n-1)
-	if s, err := c.Get(ctx, o.h2c+path+"?push=k2"); err != nil || s.Status != 200 {
-		t.Fatalf("GET %s: %v", path, err)
+	if s, err := c.Get(ctx, o.h2c+"/live/fed/v/0.m4s?push=k2"); err != nil || s.Status != 200 {
+		t.Fatalf("GET segment 0: %v", err)
 	}
 	p := c.Pending()
-	want := fmt.Sprintf("/live/ll/v180/%d.m4s", n)
-	if len(p) != 1 || pathOf(p[0].URL) != want {
-		t.Fatalf("promised %v, want %s", p, want)
+	if len(p) != 1 || pathOf(p[0].URL) != "/live/fed/v/1.m4s" {
+		t.Fatalf("promised %v, want segment 1", p)
 	}
-	<-p[0].Done()
-	if p[0].Err() != nil || p[0].Status != 200 {
-		t.Fatalf("push: %v, status %d", p[0].Err(), p[0].Status)
+	u := d.await(t, ctx)
+	for len(d.bytes(u)) < len(want) && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
 	}
-	fd.mu.Lock()
-	complete, ok := fd.seen[p[0].URL]
-	fd.mu.Unlock()
-	if !ok || complete {
-		t.Errorf("the push of %s: first DATA seen %v, segment complete then %v; want its first chunk before the segment completed", want, ok, complete)
+	if got := d.bytes(u); !bytes.Equal(got, want) {
+		t.Fatalf("pushed before the segment's third chunk: %d bytes, want its two chunks (%d)", len(got), len(want))
 	}
-	if got, want := p[0].Body, segmentBytes(t, ch, "v180", n); !bytes.Equal(got, want) {
-		t.Errorf("pushed %d bytes, the segment has %d (equal: false)", len(got), len(want))
+	// Still in progress: the test has not appended the rest.
+	third := feed(t, ch, 1, 2)
+	for len(d.bytes(u)) < len(want)+len(third) && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := d.bytes(u); !bytes.Equal(got[len(want):], third) {
+		t.Fatalf("the third chunk did not follow on the push: %d bytes", len(got))
+	}
+	feed(t, ch, 1, 3)
+	select {
+	case <-p[0].Done():
+	case <-ctx.Done():
+		t.Fatal("the push did not end with its segment")
+	}
+	seg, err := ch.Segment("v", 1, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p[0].Err() != nil || p[0].Status != 200 || !bytes.Equal(p[0].Body, seg.Bytes()) {
+		t.Fatalf("push: %v, status %d, %d bytes; the segment has %d", p[0].Err(), p[0].Status, len(p[0].Body), seg.Len())
 	}
 	// Never claimed: the server counts it completed, the client unclaimed.
-	deadline := time.Now().Add(10 * time.Second) // a bound on waiting, not a speed check
-	for o.pusher.Stats().Completed == before.Completed && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	for o.pusher.Stats().Completed == before.Completed && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
 	}
 	st, cs := o.pusher.Stats(), c.Stats()
-	if st.Completed-before.Completed != 1 || st.Bytes-before.Bytes != int64(len(p[0].Body)) || st.Cancelled != before.Cancelled {
-		t.Errorf("server: %d completed, %d bytes, %d cancelled; want 1, %d, 0", st.Completed-before.Completed, st.Bytes-before.Bytes, st.Cancelled-before.Cancelled, len(p[0].Body))
+	if st.Completed-before.Completed != 1 || st.Bytes-before.Bytes != int64(seg.Len()) || st.Cancelled != before.Cancelled {
+		t.Errorf("server: %d completed, %d bytes, %d cancelled; want 1, %d, 0", st.Completed-before.Completed, st.Bytes-before.Bytes, st.Cancelled-before.Cancelled, seg.Len())
 	}
-	if cs.Claimed != 0 || cs.UnclaimedBytes != int64(len(p[0].Body)) {
-		t.Errorf("client: %d claimed, %d unclaimed bytes; want 0 and %d", cs.Claimed, cs.UnclaimedBytes, len(p[0].Body))
+	if cs.Claimed != 0 || cs.UnclaimedBytes != int64(seg.Len()) {
+		t.Errorf("client: %d claimed, %d unclaimed bytes; want 0 and %d", cs.Claimed, cs.UnclaimedBytes, seg.Len())
 	}
 }
 
 // TestResetFreesALivePush: a client that resets the push of a segment in progress
-// (RST_STREAM after its first chunk) frees it at once: the server counts it cancelled
-// and stops following the segment before the segment completes.
+// (RST_STREAM after its first chunks) frees it: the server counts it cancelled and
+// stops following the segment, which is still in progress.
 func TestResetFreesALivePush(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits for a live segment")
-	}
 	o := startOrigin(t, h2push.Config{}, "")
-	ch, err := o.hub.Channel("ll")
-	if err != nil {
-		t.Fatal(err)
+	ch := fedChannel(t, o)
+	for i := uint64(0); i < 4; i++ {
+		feed(t, ch, 0, i)
 	}
-	fd := &firstData{ch: ch, track: "v180", seen: map[string]bool{}, first: make(chan string, 4)}
-	c := pushclient.New(pushclient.Options{OnData: fd.onData})
+	feed(t, ch, 1, 0)
+	d := newPushData()
+	c := pushclient.New(pushclient.Options{OnData: d.onData})
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a bound on waiting, not a speed check
 	defer cancel()
-	n := inProgressSegment(t)
 	before := o.pusher.Stats()
-	if _, err := c.Get(ctx, o.h2c+fmt.Sprintf("/live/ll/v180/%d.m4s?push=k2", n-1)); err != nil {
+	if _, err := c.Get(ctx, o.h2c+"/live/fed/v/0.m4s?push=k2"); err != nil {
 		t.Fatal(err)
 	}
-	var u string
-	select {
-	case u = <-fd.first:
-	case <-ctx.Done():
-		t.Fatal("no pushed DATA")
+	u := d.await(t, ctx)
+	if ch.Followers() != 1 {
+		t.Fatalf("%d followers of the channel while segment 1 is pushed, want 1 (the push)", ch.Followers())
 	}
 	if !c.Cancel(u) {
 		t.Fatalf("could not cancel %s", u)
 	}
-	for o.pusher.Stats().Cancelled == before.Cancelled && ctx.Err() == nil {
-		time.Sleep(10 * time.Millisecond)
+	for (o.pusher.Stats().Cancelled == before.Cancelled || ch.Followers() > 0) && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
 	}
-	for ch.Followers() > 0 && ctx.Err() == nil {
-		time.Sleep(10 * time.Millisecond)
-	}
-	_, complete, _ := ch.Partial("v180", n)
 	st := o.pusher.Stats()
-	if st.Cancelled-before.Cancelled != 1 || st.Completed != before.Completed {
-		t.Errorf("server: %d cancelled, %d completed; want 1 and 0", st.Cancelled-before.Cancelled, st.Completed-before.Completed)
+	if st.Cancelled-before.Cancelled != 1 || st.Completed != before.Completed || ch.Followers() != 0 {
+		t.Errorf("server: %d cancelled, %d completed, %d followers; want 1, 0, 0", st.Cancelled-before.Cancelled, st.Completed-before.Completed, ch.Followers())
 	}
-	if ch.Followers() != 0 {
-		t.Errorf("%d followers of the channel left after the reset", ch.Followers())
+	if _, complete, err := ch.Partial("v", 1); err != nil || complete {
+		t.Errorf("segment 1: complete %v, %v; the test never completed it", complete, err)
 	}
-	if complete {
-		t.Errorf("segment %d completed before the server let go of its push: the reset did not free it", n)
+	// The segment goes on without the push.
+	for i := uint64(1); i < 4; i++ {
+		feed(t, ch, 1, i)
 	}
 }
 
