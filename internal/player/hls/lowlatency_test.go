@@ -2,12 +2,15 @@ package hls
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/streambed/streambed/internal/media"
 	"github.com/streambed/streambed/internal/player"
 )
 
@@ -210,6 +213,26 @@ v1/playlist.m3u8
 	slices.Sort(asked)
 	if want := "a1/playlist.m3u8?_HLS_msn=1043&_HLS_part=2 v1/playlist.m3u8?_HLS_msn=1043&_HLS_part=2"; strings.Join(asked, " ") != want {
 		t.Errorf("the reload asked %v, want %s", asked, want)
+	}
+	// A reload the origin refuses (a 503 after its hold) is an error; the next one asks
+	// the same again. One that ends the stream stops the blocking.
+	fail := player.FetcherFunc(func(ctx context.Context, req player.SegmentRequest) (*player.Response, error) {
+		return nil, fmt.Errorf("GET %s: HTTP 503: %w", req.URL, media.ErrUnavailable)
+	})
+	if _, err := load(context.Background(), fail, "http://o/live/c/master.m3u8", time.Time{}); !errors.Is(err, media.ErrUnavailable) {
+		t.Fatalf("a refused reload: %v", err)
+	}
+	tail = "#EXT-X-ENDLIST\n"
+	asked = nil
+	if m, err := load(context.Background(), fetch, "http://o/live/c/master.m3u8", time.Time{}); err != nil || m.Live || m.BlockingReload {
+		t.Fatalf("the ended playlist: %v, live %v, blocking %v", err, m.Live, m.BlockingReload)
+	}
+	asked = nil
+	if _, err := load(context.Background(), fetch, "http://o/live/c/master.m3u8", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Sort(asked); strings.Join(asked, " ") != "a1/playlist.m3u8 v1/playlist.m3u8" {
+		t.Errorf("after the end, asked %v: want plain loads", asked)
 	}
 }
 
