@@ -39,9 +39,19 @@ func (p *Pusher) awaitLive(ctx context.Context, res layout.Resource) (inProgress
 	ctx, cancel := context.WithTimeout(ctx, maxLiveWait)
 	defer cancel()
 	for {
-		_, _, grew, err := c.Edge(res.Track, c.Now()) // grew taken before the look: no change missed
+		e, ok, grew, err := c.Edge(res.Track, c.Now()) // grew taken before the look: no change missed
 		if err != nil {
 			return false, err
+		}
+		if ok && res.Number > e.Last+1 {
+			// Not the next to begin ("all" promises a DVR window ahead): wait for the one
+			// before it to complete, woken once rather than by every chunk of the track.
+			if _, err := c.Await(ctx, res.Track, res.Number-1); err == nil {
+				continue
+			} else if ctx.Err() != nil {
+				return false, ctx.Err()
+			}
+			// That one will not come (skipped, gone): look at this one as it grows.
 		}
 		if _, err := c.Segment(res.Track, res.Number, c.Now()); err == nil {
 			return false, nil

@@ -279,3 +279,50 @@ func TestPlayLiveKPushChunkLevel(t *testing.T) {
 	}
 	t.Logf("pushed and chunk-level: %v; %d chunk appends, %d stalls", both, rep.ChunkAppends, rep.StallCount)
 }
+
+// TestLivePushAheadWaitsForItsTurnToBegin: K-push on the newest segment promises two
+// that have not begun; each goes out once it begins, chunk by chunk, the one further
+// ahead only after the one before it.
+func TestLivePushAheadWaitsForItsTurnToBegin(t *testing.T) {
+	o := startOrigin(t, h2push.Config{}, "")
+	ch := fedChannel(t, o)
+	for i := uint64(0); i < 4; i++ {
+		feed(t, ch, 0, i)
+	}
+	d := newPushData()
+	c := pushclient.New(pushclient.Options{OnData: d.onData})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a bound on waiting, not a speed check
+	defer cancel()
+	if _, err := c.Get(ctx, o.h2c+"/live/fed/v/0.m4s?push=k3"); err != nil {
+		t.Fatal(err)
+	}
+	if p := c.Pending(); len(p) != 2 {
+		t.Fatalf("promised %v, want segments 1 and 2", p)
+	}
+	for n := uint64(1); n <= 2; n++ {
+		first := feed(t, ch, n, 0)
+		u := d.await(t, ctx)
+		if want := fmt.Sprintf("/live/fed/v/%d.m4s", n); pathOf(u) != want {
+			t.Fatalf("first pushed DATA of %s, want %s", u, want)
+		}
+		for len(d.bytes(u)) < len(first) && ctx.Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if got := d.bytes(u); !bytes.Equal(got, first) {
+			t.Fatalf("segment %d: pushed %d bytes before its second chunk, want its first (%d)", n, len(got), len(first))
+		}
+		for i := uint64(1); i < 4; i++ {
+			feed(t, ch, n, i)
+		}
+	}
+	for _, p := range c.Pending() {
+		<-p.Done()
+		var n uint64
+		fmt.Sscanf(pathOf(p.URL), "/live/fed/v/%d.m4s", &n)
+		seg, err := ch.Segment("v", n, time.Now())
+		if err != nil || p.Err() != nil || !bytes.Equal(p.Body, seg.Bytes()) {
+			t.Errorf("segment %d: %v %v, %d bytes pushed", n, err, p.Err(), len(p.Body))
+		}
+	}
+}
