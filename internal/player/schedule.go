@@ -140,7 +140,7 @@ func (p *Player) schedule(ctx context.Context) (time.Time, error) {
 		}
 	}
 	if p.live && p.manifest.MinimumUpdatePeriod > 0 && p.reloadOp == nil && !(p.cfg.Sequential && busy) {
-		if due := p.lastLoad.Add(p.manifest.MinimumUpdatePeriod); now.Before(due) {
+		if due := later(p.lastLoad.Add(p.manifest.MinimumUpdatePeriod), p.reloadAt); now.Before(due) {
 			at(due)
 		} else {
 			p.startReload()
@@ -539,6 +539,7 @@ func (p *Player) reloaded(ctx context.Context, o *op, now time.Time) error {
 	if err != nil {
 		return err
 	}
+	p.reloadAt = now.Add(backoff) // back-to-back reloads (LL-HLS) must not hammer a failing origin
 	for _, s := range waiting {
 		if t := now.Add(backoff); t.After(s.wakeAt) {
 			s.wakeAt = t
@@ -571,6 +572,10 @@ func (p *Player) noNextSegment(s *stream, now time.Time) error {
 	}
 	if p.manifest.BlockingReload {
 		// LL-HLS: the reload in flight (back to back) comes when the next part is listed.
+		if p.reloadOp == nil && now.Before(p.reloadAt) {
+			s.wakeAt = p.reloadAt // backing off after a failed reload
+			return nil
+		}
 		s.onReload = true
 		if p.reloadOp == nil {
 			p.startReload()
@@ -635,4 +640,12 @@ func (p *Player) choose(s *stream, lvl time.Duration) *Representation {
 		Live:            p.live,
 	})
 	return reps[min(max(i, 0), len(reps)-1)]
+}
+
+// later is the later of two times.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

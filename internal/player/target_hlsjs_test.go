@@ -1,9 +1,12 @@
 package player
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/streambed/streambed/internal/media"
 	"github.com/streambed/streambed/internal/player/qoe"
 )
 
@@ -67,4 +70,39 @@ func TestHLSJSRate(t *testing.T) {
 			t.Errorf("%s: rate %v, want %v", tc.name, p.rate, tc.want)
 		}
 	}
+}
+
+// TestBlockingReloadsBackOffAfterFailures: reloads that block at the origin run back
+// to back, but not after a failure: an origin that refuses them (down for a moment)
+// is asked again after the usual back-off, not every few milliseconds, so the session
+// outlives a short outage.
+func TestBlockingReloadsBackOffAfterFailures(t *testing.T) {
+	clock := NewSimClock(t0)
+	m := manifest(2*time.Second, 0, true, rep{"v1", media.Video, 1_000_000})
+	m.AvailabilityStart = clock.Now().Add(-100 * time.Second)
+	m.BlockingReload, m.MinimumUpdatePeriod = true, 10*time.Millisecond
+	for _, set := range m.Sets {
+		for _, r := range set.Representations {
+			r.InitURL, r.Index.AvailabilityStart = "", m.AvailabilityStart
+		}
+	}
+	var loads int
+	load := func(ctx context.Context, fetch FetcherFunc, u string, now time.Time) (*Manifest, error) {
+		loads++
+		if loads > 1 {
+			return nil, fmt.Errorf("playlist: HTTP 503: %w", media.ErrUnavailable)
+		}
+		c := *m
+		return &c, nil
+	}
+	n := &chunkedNet{clock: clock, chunk: 200 * time.Millisecond, rtt: 10 * time.Millisecond, m: m}
+	rep, err := run(t, Config{URL: m.URL, Fetcher: n.fetcher(), Load: load, Clock: clock, Duration: 2 * time.Second})
+	if err != nil {
+		t.Fatalf("the session gave up within 2 s of refused reloads (%d loads): %v", loads, err)
+	}
+	// Back-off 100, 200, 300, 400, 500 ms...: five or six reloads in 2 s, not 200.
+	if loads > 10 {
+		t.Errorf("%d loads in 2 s of refused reloads: no back-off", loads)
+	}
+	t.Logf("%d loads, end %s", loads, rep.EndReason)
 }
