@@ -218,10 +218,9 @@ func lowLatency(m *player.Manifest, playlists map[string]*MediaPlaylist, source 
 	}
 	m.ServiceDescription = &player.ServiceDescription{TargetLatency: hold, Source: "part-hold-back", CatchUp: player.CatchUpHLSJS}
 	m.PartTarget, m.ListedEdge, m.BlockingReload = part, edge, blocking
-	m.MinimumUpdatePeriod = part // hls.js reloads a playlist that cannot block about every part
 	if blocking {
 		m.MinimumUpdatePeriod = blockingReloadGap
-	}
+	} // else every target duration, as hls.js reloads a playlist that cannot block
 }
 
 // withParts is list (the segments of mp, in order, on the manifest's timeline) with
