@@ -252,3 +252,30 @@ func TestWithPartsReplacesCompleteSegments(t *testing.T) {
 		t.Errorf("parts from the middle: %+v", got)
 	}
 }
+
+// TestLoadPartsWithoutBlocking: parts without CAN-BLOCK-RELOAD are still played by
+// parts, with plain reloads every target duration (hls.js's interval).
+func TestLoadPartsWithoutBlocking(t *testing.T) {
+	body := strings.ReplaceAll(llPlaylist("#EXT-X-PROGRAM-DATE-TIME:2030-01-01T12:00:04.000Z\n#EXT-X-PART:DURATION=0.200,URI=\"1043.0.m4s\"\n"), "CAN-BLOCK-RELOAD=YES,", "")
+	var asked []string
+	fetch := player.FetcherFunc(func(ctx context.Context, req player.SegmentRequest) (*player.Response, error) {
+		asked = append(asked, req.URL)
+		return &player.Response{Body: []byte(body)}, nil
+	})
+	load := NewLoader()
+	for range 2 {
+		m, err := load(context.Background(), fetch, "http://o/live/c/v1/playlist.m3u8", time.Date(2030, 1, 1, 12, 0, 4, 300e6, time.UTC))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.BlockingReload || m.MinimumUpdatePeriod != 2*time.Second || m.ServiceDescription == nil {
+			t.Fatalf("blocking %v, update period %v, service description %+v", m.BlockingReload, m.MinimumUpdatePeriod, m.ServiceDescription)
+		}
+		if list := m.Sets[0].Representations[0].Index.List; !strings.HasSuffix(list[len(list)-1].URL, "/1043.0.m4s") {
+			t.Errorf("last entry %s, want the part", list[len(list)-1].URL)
+		}
+	}
+	if strings.Join(asked, " ") != "http://o/live/c/v1/playlist.m3u8 http://o/live/c/v1/playlist.m3u8" {
+		t.Errorf("asked %v: want plain reloads", asked)
+	}
+}
