@@ -99,6 +99,11 @@ type Segment struct {
 	URL      string // absolute
 	// AvailableAt is when a live segment may be requested (zero: listed means available).
 	AvailableAt time.Time
+	// Dependent is set on an entry that cannot be decoded without the one before it in
+	// its representation (an LL-HLS part without INDEPENDENT=YES): playback that starts
+	// or switches there starts at the last independent entry before it (SegmentIndex.
+	// Independent), as hls.js does.
+	Dependent bool
 }
 
 // End is the position just after the segment.
@@ -204,6 +209,21 @@ func (ix *SegmentIndex) listed(i int) Segment {
 		s.URL = ix.resolve(expandSegment(ix.Media, n, t))
 	}
 	return s
+}
+
+// Independent returns seg itself, or for a dependent listed entry the last
+// independent one at or before it (where a decoder can start).
+func (ix *SegmentIndex) Independent(seg Segment) Segment {
+	if !seg.Dependent || ix.IsTemplate() {
+		return seg
+	}
+	i := sort.Search(len(ix.List), func(i int) bool { return ix.List[i].Start > seg.Start })
+	for i--; i >= 0; i-- {
+		if !ix.List[i].Dependent {
+			return ix.listed(i)
+		}
+	}
+	return seg
 }
 
 // First returns the first segment (on demand: the start of the presentation).

@@ -48,6 +48,7 @@ type plan struct {
 	rep       *Representation
 	seg       Segment
 	pushUntil time.Time // waiting until then for a delivery (Config.PushWait); zero: not waiting
+	restart   bool      // a switch starting at an independent entry before the buffered end
 }
 
 func (pl *plan) request() SegmentRequest {
@@ -264,7 +265,13 @@ func (p *Player) plan(ctx context.Context, s *stream, now time.Time) error {
 			return nil
 		}
 	}
-	s.next = &plan{rep: rep, seg: seg}
+	restart := false
+	if seg.Dependent && s.current >= 0 && s.set.Representations[s.current] != rep {
+		// A switch to a part that depends on the one before it: from the last
+		// independent one, as hls.js loads a new level (media before s.end comes again).
+		seg, restart = rep.Index.Independent(seg), true
+	}
+	s.next = &plan{rep: rep, seg: seg, restart: restart}
 	if rep.InitURL != "" && !s.inited[rep.ID] {
 		// Init segments are fetched when a representation is first chosen and kept
 		// (like dash.js), so switching back costs no second request.
@@ -499,6 +506,9 @@ func (p *Player) applyMedia(s *stream, pl *plan, got *Representation, resp *Resp
 		p.chunks.forget(pl.request())
 	}
 	if seg.End() < s.end || seg.End() == s.end && !s.chunked {
+		if idx := indexOf(s.set, got); pl.restart && idx >= 0 {
+			s.current = idx // a switch's first entry, all before the buffered end
+		}
 		return // a duplicate
 	}
 	if seg.End() > s.end {

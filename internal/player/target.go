@@ -214,6 +214,7 @@ func (p *Player) lowLatencyStart(lo time.Duration) (pos time.Duration, seg Segme
 		pos = max(p.hlsjsStart(), lo)
 	}
 	seg, ok = ix.Next(pos)
+	seg = ix.Independent(seg) // buffers start where a decoder can
 	return max(pos, seg.Start), seg, ok
 }
 

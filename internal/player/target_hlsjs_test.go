@@ -106,3 +106,23 @@ func TestBlockingReloadsBackOffAfterFailures(t *testing.T) {
 	}
 	t.Logf("%d loads, end %s", loads, rep.EndReason)
 }
+
+func TestIndependent(t *testing.T) {
+	ix := &SegmentIndex{Timescale: 1000, List: []Segment{
+		{URL: "9", Start: 0, Duration: 2 * time.Second},
+		{URL: "10.0", Start: 2 * time.Second, Duration: 200 * time.Millisecond},
+		{URL: "10.1", Start: 2200 * time.Millisecond, Duration: 200 * time.Millisecond, Dependent: true},
+		{URL: "10.2", Start: 2400 * time.Millisecond, Duration: 200 * time.Millisecond, Dependent: true},
+	}}
+	for _, tc := range []struct{ at, want string }{{"10.2", "10.0"}, {"10.1", "10.0"}, {"10.0", "10.0"}, {"9", "9"}} {
+		var seg Segment
+		for _, s := range ix.List {
+			if s.URL == tc.at {
+				seg = s
+			}
+		}
+		if got := ix.Independent(seg); got.URL != tc.want {
+			t.Errorf("from %s: %s, want %s", tc.at, got.URL, tc.want)
+		}
+	}
+}

@@ -103,14 +103,14 @@ func TestParseParts(t *testing.T) {
 	if !mp.CanBlockReload {
 		t.Error("CAN-BLOCK-RELOAD=YES not read")
 	}
-	if got := mp.Segments[1].Parts; len(got) != 1 || got[0] != (Part{Sequence: 1042, Index: 0, URI: "http://o/live/c/v1/1042.0.m4s", Duration: 200 * time.Millisecond}) {
+	if got := mp.Segments[1].Parts; len(got) != 1 || got[0] != (Part{Sequence: 1042, Index: 0, URI: "http://o/live/c/v1/1042.0.m4s", Duration: 200 * time.Millisecond, Independent: true}) {
 		t.Errorf("parts of 1042: %+v", got)
 	}
 	if len(mp.Segments[0].Parts) != 0 {
 		t.Errorf("parts of 1041: %+v", mp.Segments[0].Parts)
 	}
 	// The part without a duration is skipped; the hint is not a part.
-	if len(mp.Tail) != 2 || mp.Tail[1].URI != "http://o/live/c/v1/1043.1.m4s" || mp.Tail[1].Sequence != 1043 || mp.Tail[1].Index != 1 {
+	if len(mp.Tail) != 2 || mp.Tail[1].URI != "http://o/live/c/v1/1043.1.m4s" || mp.Tail[1].Sequence != 1043 || mp.Tail[1].Index != 1 || mp.Tail[1].Independent || !mp.Tail[0].Independent {
 		t.Errorf("tail %+v", mp.Tail)
 	}
 	if mp.TailDate.Format(time.RFC3339) != "2030-01-01T12:00:04Z" {

@@ -123,8 +123,9 @@ func TestPlayLLHLSByParts(t *testing.T) {
 		t.Fatalf("target %v from %q, want PART-HOLD-BACK's 600 ms", rep.TargetLatencyMS, rep.TargetSource)
 	}
 	listed := map[string]bool{}
-	last := map[string][2]int{} // track → the segment and part asked last
-	var parts, blocking, reloads int
+	last := map[string][2]int{}      // track → the segment and part asked last
+	rendition := map[string]string{} // track → the rendition asked last
+	var parts, blocking, reloads, switches int
 	for _, e := range rec.events {
 		switch {
 		case !e.ask:
@@ -153,10 +154,21 @@ func TestPlayLLHLSByParts(t *testing.T) {
 			}
 			n, _ := strconv.Atoi(m[2])
 			k, _ := strconv.Atoi(m[3])
-			if prev, ok := last[track]; ok && !(n == prev[0] && k == prev[1]+1 || n == prev[0]+1 && k == 0) {
+			prev, ok := last[track]
+			switch {
+			case ok && rendition[track] != m[1] && track == "video":
+				// A switch starts at the segment's first part (the independent one), as
+				// hls.js loads a new level: the segment of the buffered end, or the next.
+				switches++
+				if k != 0 || n != prev[0] && n != prev[0]+1 {
+					t.Errorf("switch from %s to %s: part %d.%d after %d.%d, want the first part of segment %d (or %d)", rendition[track], m[1], n, k, prev[0], prev[1], prev[0], prev[0]+1)
+				}
+			case !ok && track == "video" && k != 0:
+				t.Errorf("started video at part %d.%d, want its segment's first (independent) part", n, k)
+			case ok && !(n == prev[0] && k == prev[1]+1 || n == prev[0]+1 && k == 0):
 				t.Errorf("%s part %d.%d after %d.%d: not the next", track, n, k, prev[0], prev[1])
 			}
-			last[track] = [2]int{n, k}
+			last[track], rendition[track] = [2]int{n, k}, m[1]
 		}
 	}
 	// 5 s of 200 ms parts, for video and audio.
@@ -166,5 +178,5 @@ func TestPlayLLHLSByParts(t *testing.T) {
 	if rep.ChunkAppends == 0 {
 		t.Error("no chunk appended")
 	}
-	t.Logf("%d parts, %d of %d playlist requests blocking, %d stalls, latency samples %v", parts, blocking, reloads, rep.StallCount, len(rep.Samples))
+	t.Logf("%d parts, %d video switches, %d of %d playlist requests blocking, %d stalls", parts, switches, blocking, reloads, rep.StallCount)
 }

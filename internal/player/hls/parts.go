@@ -27,16 +27,18 @@ import (
 //
 // Unlike hls.js, which reloads the playlists it plays, a reload fetches every media
 // playlist (at once, each held on its own), and the multivariant playlist only the
-// first time. Delta updates (_HLS_skip) are not asked for. Not modelled: a rendition
-// switch mid-segment goes on with the new rendition's next part, where hls.js loads
-// the segment's first (independent) part again — the headless player never decodes.
+// first time. Delta updates (_HLS_skip) are not asked for. As in hls.js, playback that
+// starts or switches rendition in the middle of a segment loads from its last
+// independent part (INDEPENDENT=YES: the segment's first, for video) on
+// (player.Segment.Dependent), so the media before the position comes too.
 
 // Part is one EXT-X-PART of a media playlist.
 type Part struct {
-	Sequence uint64 // media sequence number of its segment
-	Index    int    // within its segment, from 0
-	URI      string // absolute
-	Duration time.Duration
+	Sequence    uint64 // media sequence number of its segment
+	Index       int    // within its segment, from 0
+	URI         string // absolute
+	Duration    time.Duration
+	Independent bool // INDEPENDENT=YES: starts with a keyframe
 }
 
 // maxParts bounds the parts kept from one playlist (a hostile one lists millions).
@@ -58,7 +60,16 @@ func parsePart(base *url.URL, a map[string]string, seq uint64, index int) (Part,
 	if err != nil {
 		return Part{}, false
 	}
-	return Part{Sequence: seq, Index: index, URI: u.String(), Duration: d}, true
+	return Part{Sequence: seq, Index: index, URI: u.String(), Duration: d, Independent: a["INDEPENDENT"] == "YES"}, true
+}
+
+// allParts is every part listed, oldest first.
+func (mp *MediaPlaylist) allParts() []Part {
+	var out []Part
+	for _, s := range mp.Segments {
+		out = append(out, s.Parts...)
+	}
+	return append(out, mp.Tail...)
 }
 
 // lastPart is the newest part listed and whether there is one.
@@ -230,6 +241,12 @@ func withParts(list []player.Segment, mp *MediaPlaylist, avail time.Time) ([]pla
 	if len(list) != len(mp.Segments) || len(list) == 0 {
 		return nil, false
 	}
+	// A playlist that marks no part INDEPENDENT has every part taken as independent
+	// (hls.js's independentAttrOmitted).
+	marked := false
+	for _, p := range mp.allParts() {
+		marked = marked || p.Independent
+	}
 	out := make([]player.Segment, 0, len(list)+len(mp.Tail))
 	for i, seg := range list {
 		ps := mp.Segments[i].Parts
@@ -237,7 +254,7 @@ func withParts(list []player.Segment, mp *MediaPlaylist, avail time.Time) ([]pla
 			out = append(out, seg)
 			continue
 		}
-		out = appendParts(out, ps, seg.Start, seg.End())
+		out = appendParts(out, ps, seg.Start, seg.End(), marked)
 	}
 	if len(mp.Tail) > 0 {
 		if !fromFirst(mp.Tail) {
@@ -250,7 +267,7 @@ func withParts(list []player.Segment, mp *MediaPlaylist, avail time.Time) ([]pla
 		if d := start - list[len(list)-1].End(); d < -time.Millisecond || d > time.Millisecond {
 			return nil, false // a gap or overlap: not a timeline to extend
 		}
-		out = appendParts(out, mp.Tail, start, 0)
+		out = appendParts(out, mp.Tail, start, 0, marked)
 	}
 	return out, true
 }
@@ -279,14 +296,15 @@ const partSlack = 50 * time.Millisecond
 
 // appendParts adds ps, which start at start, as segments; end (if not 0) is where the
 // last one ends, so that rounded part durations leave no gap before the next segment.
-func appendParts(out []player.Segment, ps []Part, start, end time.Duration) []player.Segment {
+func appendParts(out []player.Segment, ps []Part, start, end time.Duration, marked bool) []player.Segment {
 	pos := start
 	for i, p := range ps {
 		d := p.Duration
 		if i == len(ps)-1 && end > pos {
 			d = end - pos
 		}
-		out = append(out, player.Segment{Number: p.Sequence, URL: p.URI, Start: pos, Duration: d, Time: uint64(pos / time.Millisecond)})
+		out = append(out, player.Segment{Number: p.Sequence, URL: p.URI, Start: pos, Duration: d, Time: uint64(pos / time.Millisecond),
+			Dependent: marked && !p.Independent})
 		pos += d
 	}
 	return out
