@@ -17,7 +17,7 @@
 #                        (hls.js) in the browser on loopback, 60 s each, as JSON in
 #                        docs/results/latency/ (scripts/latency.mjs).
 #   make web-headless-latency  the headless player (streambed play --json) and the
-#                        browser at once on WebSocket push and LL-DASH, 30 s × 3, as
+#                        browser at once on WebSocket push, LL-DASH and LL-HLS, 30 s × 3, as
 #                        JSON in docs/results/latency/ (scripts/headless-latency.mjs).
 #   make web-deps        apt-get install what is missing: nodejs, npm, chromium, ffmpeg.
 #   make web-clean       remove the build output (web/dist except README.txt).

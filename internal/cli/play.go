@@ -82,8 +82,9 @@ Report (--json prints one object on stdout; otherwise a summary):
                     ServiceDescription (LL-DASH; rates within its PlaybackRate), the
                     browser page's rule for ws push (max(0.5 s, one chunk + 0.4 s, the
                     received edge's lag + 0.5 s); rates 0.95–1.1), LL-HLS's
-                    PART-HOLD-BACK (the segment in progress is asked for whole and
-                    taken chunk by chunk, not by parts), or --live-delay
+                    PART-HOLD-BACK (played by parts as hls.js does: the parts listed,
+                    blocking playlist reloads, hls.js's start and speed-up-only
+                    catch-up), or --live-delay
   samples           time series every --sample-interval: t, buffer_s, bitrate_kbps,
                     state, latency_ms
   transport, protocol, end_reason (ended, duration, canceled, error)

@@ -32,6 +32,13 @@ type Manifest struct {
 	// ServiceDescription is the latency a low-latency stream asks the player to keep
 	// (DASH ServiceDescription); nil when the manifest has none.
 	ServiceDescription *ServiceDescription
+	// Low-latency HLS (player/hls): reloads the origin holds until the next part is
+	// listed (CAN-BLOCK-RELOAD), so a stream at the end of its list waits for the
+	// reload in flight; PartTarget; and ListedEdge, the end of the newest part listed
+	// when the manifest was loaded — hls.js's live edge is that plus the time since.
+	BlockingReload bool
+	PartTarget     time.Duration
+	ListedEdge     time.Duration
 
 	Sets []*AdaptationSet
 }
@@ -44,7 +51,20 @@ type ServiceDescription struct {
 	// Source names where it came from in the QoE report's target_source (""
 	// "service-description"; HLS: "part-hold-back").
 	Source string
+	// CatchUp is whose latency rule the player imitates (target.go).
+	CatchUp CatchUpRule
 }
+
+// CatchUpRule names a player's rule for keeping the target latency.
+type CatchUpRule int
+
+const (
+	// CatchUpDashJS steers by a playback rate above or below 1 (dash.js).
+	CatchUpDashJS CatchUpRule = iota
+	// CatchUpHLSJS starts the target behind hls.js's live edge and only speeds up, with
+	// more than a second buffered (hls.js 1.7 in low-latency mode).
+	CatchUpHLSJS
+)
 
 // UTCTiming is one clock source of a DASH MPD.
 type UTCTiming struct {
@@ -79,6 +99,11 @@ type Segment struct {
 	URL      string // absolute
 	// AvailableAt is when a live segment may be requested (zero: listed means available).
 	AvailableAt time.Time
+	// Dependent is set on an entry that cannot be decoded without the one before it in
+	// its representation (an LL-HLS part without INDEPENDENT=YES): playback that starts
+	// or switches there starts at the last independent entry before it (SegmentIndex.
+	// Independent), as hls.js does.
+	Dependent bool
 }
 
 // End is the position just after the segment.
@@ -184,6 +209,21 @@ func (ix *SegmentIndex) listed(i int) Segment {
 		s.URL = ix.resolve(expandSegment(ix.Media, n, t))
 	}
 	return s
+}
+
+// Independent returns seg itself, or for a dependent listed entry the last
+// independent one at or before it (where a decoder can start).
+func (ix *SegmentIndex) Independent(seg Segment) Segment {
+	if !seg.Dependent || ix.IsTemplate() {
+		return seg
+	}
+	i := sort.Search(len(ix.List), func(i int) bool { return ix.List[i].Start > seg.Start })
+	for i--; i >= 0; i-- {
+		if !ix.List[i].Dependent {
+			return ix.listed(i)
+		}
+	}
+	return seg
 }
 
 // First returns the first segment (on demand: the start of the presentation).

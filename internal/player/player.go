@@ -101,6 +101,7 @@ type Player struct {
 	start      time.Time
 	deadline   time.Time // zero: none
 	lastLoad   time.Time
+	reloadAt   time.Time // after a failed reload: no periodic reload before then (back-off)
 	bufTarget  time.Duration
 	liveDelay  time.Duration
 	pending    []Delivery

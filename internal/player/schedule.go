@@ -48,6 +48,7 @@ type plan struct {
 	rep       *Representation
 	seg       Segment
 	pushUntil time.Time // waiting until then for a delivery (Config.PushWait); zero: not waiting
+	restart   bool      // a switch starting at an independent entry before the buffered end
 }
 
 func (pl *plan) request() SegmentRequest {
@@ -140,7 +141,7 @@ func (p *Player) schedule(ctx context.Context) (time.Time, error) {
 		}
 	}
 	if p.live && p.manifest.MinimumUpdatePeriod > 0 && p.reloadOp == nil && !(p.cfg.Sequential && busy) {
-		if due := p.lastLoad.Add(p.manifest.MinimumUpdatePeriod); now.Before(due) {
+		if due := later(p.lastLoad.Add(p.manifest.MinimumUpdatePeriod), p.reloadAt); now.Before(due) {
 			at(due)
 		} else {
 			p.startReload()
@@ -264,7 +265,13 @@ func (p *Player) plan(ctx context.Context, s *stream, now time.Time) error {
 			return nil
 		}
 	}
-	s.next = &plan{rep: rep, seg: seg}
+	restart := false
+	if seg.Dependent && s.current >= 0 && s.set.Representations[s.current] != rep {
+		// A switch to a part that depends on the one before it: from the last
+		// independent one, as hls.js loads a new level (media before s.end comes again).
+		seg, restart = rep.Index.Independent(seg), true
+	}
+	s.next = &plan{rep: rep, seg: seg, restart: restart}
 	if rep.InitURL != "" && !s.inited[rep.ID] {
 		// Init segments are fetched when a representation is first chosen and kept
 		// (like dash.js), so switching back costs no second request.
@@ -499,6 +506,9 @@ func (p *Player) applyMedia(s *stream, pl *plan, got *Representation, resp *Resp
 		p.chunks.forget(pl.request())
 	}
 	if seg.End() < s.end || seg.End() == s.end && !s.chunked {
+		if idx := indexOf(s.set, got); pl.restart && idx >= 0 {
+			s.current = idx // a switch's first entry, all before the buffered end
+		}
 		return // a duplicate
 	}
 	if seg.End() > s.end {
@@ -539,6 +549,7 @@ func (p *Player) reloaded(ctx context.Context, o *op, now time.Time) error {
 	if err != nil {
 		return err
 	}
+	p.reloadAt = now.Add(backoff) // back-to-back reloads (LL-HLS) must not hammer a failing origin
 	for _, s := range waiting {
 		if t := now.Add(backoff); t.After(s.wakeAt) {
 			s.wakeAt = t
@@ -567,6 +578,18 @@ func (p *Player) noNextSegment(s *stream, now time.Time) error {
 		s.done = true
 		p.appended(now)
 		p.mu.Unlock()
+		return nil
+	}
+	if p.manifest.BlockingReload {
+		// LL-HLS: the reload in flight (back to back) comes when the next part is listed.
+		if p.reloadOp == nil && now.Before(p.reloadAt) {
+			s.wakeAt = p.reloadAt // backing off after a failed reload
+			return nil
+		}
+		s.onReload = true
+		if p.reloadOp == nil {
+			p.startReload()
+		}
 		return nil
 	}
 	// A live list (SegmentTimeline, HLS) ends where the last reload ended: reload,
@@ -627,4 +650,12 @@ func (p *Player) choose(s *stream, lvl time.Duration) *Representation {
 		Live:            p.live,
 	})
 	return reps[min(max(i, 0), len(reps)-1)]
+}
+
+// later is the later of two times.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -46,6 +46,7 @@ type lowLatency struct {
 	target           time.Duration
 	source           string // "live-delay", "service-description", "part-hold-back", "push-rule"
 	pushRule         bool   // the target follows the push page's rule
+	hlsjs            bool   // hls.js's rule (target_hlsjs.go)
 	minRate, maxRate float64
 	chunk            time.Duration // longest chunk seen
 	floor            time.Duration // where the buffers start: the playhead never goes before it
@@ -79,6 +80,7 @@ func (p *Player) setupLowLatency() {
 		if sd.Source != "" {
 			ll.source = sd.Source
 		}
+		ll.hlsjs = sd.CatchUp == CatchUpHLSJS
 	default:
 		return // not a low-latency stream: whole segments, as before
 	}
@@ -154,6 +156,10 @@ func (p *Player) steer(now time.Time) {
 		p.rate = 1
 		return
 	}
+	if ll.hlsjs {
+		p.steerHLSJS(now)
+		return
+	}
 	p.pushTarget(now)
 	lat := p.latencyAt(now)
 	lvl := p.minLevel()
@@ -204,7 +210,11 @@ func (p *Player) seek(pos time.Duration) {
 func (p *Player) lowLatencyStart(lo time.Duration) (pos time.Duration, seg Segment, ok bool) {
 	ix := p.streams[0].set.Representations[0].Index
 	pos = max(p.serverNow().Sub(p.manifest.AvailabilityStart)-p.ll.target, lo)
+	if p.ll.hlsjs && p.manifest.ListedEdge > 0 {
+		pos = max(p.hlsjsStart(), lo)
+	}
 	seg, ok = ix.Next(pos)
+	seg = ix.Independent(seg) // buffers start where a decoder can
 	return max(pos, seg.Start), seg, ok
 }
 

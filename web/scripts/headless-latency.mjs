@@ -1,7 +1,8 @@
 // The headless player against the browser (docs/results/latency.md): starts
 // `streambed serve` with a live channel in one-frame chunks and plays it at the same
 // time with the player page in headless Chromium and with `streambed play --json`, on
-// each low-latency path both have — WebSocket push and LL-DASH (dash.js) — for SECONDS
+// each low-latency path both have — WebSocket push, LL-DASH (dash.js) and LL-HLS
+// (hls.js) — for SECONDS
 // each, RUNS rounds, and writes every sample and a summary per run as JSON.
 //
 //   node web/scripts/headless-latency.mjs [OUT.json] [SECONDS] [RUNS]

@@ -2,15 +2,13 @@
 // played at the same time by the player page in headless Chromium and by
 // `streambed play --json`, on each low-latency path — WebSocket push (the page's push
 // player; `play ws://…/ws/CHANNEL`), LL-DASH (dash.js; `play …/manifest.mpd` over
-// HTTP/1.1 with chunked responses) and LL-HLS (hls.js, which requests parts; `play
-// …/master.m3u8`, which asks for the segment in progress whole and takes it chunk by
-// chunk). Both report latency on one definition: the origin's clock minus the wall
-// time of the playhead (the page reads the clock from GET /time; the headless player
-// from the MPD's UTCTiming, and for HLS, which has none, its own clock — the same
-// machine here). Bars: both medians below 3 s, and within 0.5 s of each other — the
-// latter for push and LL-DASH; on LL-HLS the two fetch differently (hls.js parts with
-// blocking reloads, the headless player chunked segments) and the headless player
-// plays 0.4-0.6 s lower, so there the difference is printed, not held to the bar.
+// HTTP/1.1 with chunked responses) and LL-HLS (hls.js; `play …/master.m3u8`, which
+// plays parts as hls.js does: the parts listed, blocking playlist reloads, hls.js's
+// start and catch-up). Both report latency on one definition: the origin's clock minus
+// the wall time of the playhead (the page reads the clock from GET /time; the headless
+// player from the MPD's UTCTiming, and for HLS, which has none, its own clock — the
+// same machine here). Bars: both medians below 3 s, and within 0.5 s of each other on
+// every path.
 //
 // The bars are wall-clock bars, generous so they do not flake: a miss on an unloaded
 // machine fails (a real failure); a miss under load (testkit/checks.mjs loadEvidence)

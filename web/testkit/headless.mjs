@@ -46,11 +46,8 @@ export function lowLatencyPaths(baseURL, channel) {
   return [
     { name: 'WebSocket push', player: 'wspush', url: `${baseURL.replace(/^http/, 'ws')}/ws/${channel}`, source: 'push-rule' },
     { name: 'LL-DASH (dash.js)', player: 'dashjs', url: `${baseURL}/live/${channel}/manifest.mpd`, source: 'service-description' },
-    // hls.js requests parts and reloads the playlist blocking on the next one; the
-    // headless player takes the segment in progress from a chunked response, which
-    // reaches PART-HOLD-BACK where hls.js lands 0.2-0.6 s above it: not held to the
-    // 0.5 s agreement (docs/results/latency.md).
-    { name: 'LL-HLS (hls.js)', player: 'hlsjs', url: `${baseURL}/live/${channel}/master.m3u8`, source: 'part-hold-back',
-      notAgreed: 'hls.js fetches parts with blocking playlist reloads, the headless player chunked segments (latency.md)' },
+    // Both request the parts listed, reload the playlists blocking on the next part and
+    // start PART-HOLD-BACK behind hls.js's live edge (internal/player/hls/parts.go).
+    { name: 'LL-HLS (hls.js)', player: 'hlsjs', url: `${baseURL}/live/${channel}/master.m3u8`, source: 'part-hold-back' },
   ];
 }

@@ -119,7 +119,7 @@ func TestCompareScenarioBrowser(t *testing.T) {
 			skipped = append(skipped, c["transport"])
 		}
 	}
-	if strings.Join(played, ",") != "http1,h2,ws,hls,hls-h2" || strings.Join(skipped, ",") != "h2c,h2push-init,pars,fdsp" {
+	if strings.Join(played, ",") != "http1,h2,ws,hls,hls-h2" || strings.Join(skipped, ",") != "h2c,h2push-init,h2push-k3,pars,fdsp" {
 		t.Errorf("played %v, not played %v", played, skipped)
 	}
 	if _, err := CompareScenario(CompareOptions{Profile: "lossy-50ms", ProfileDir: dir, Clients: "vlc"}); err == nil {

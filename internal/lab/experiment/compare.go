@@ -16,10 +16,11 @@ import (
 // experiments/, made from a link profile and a list of transports.
 
 // DefaultCompareTransports are the transports for one live channel: LL-DASH over
-// HTTP/1.1, h2c and h2 (TLS), HTTP/2 push of the init segments, WebSocket push, ParS (N
+// HTTP/1.1, h2c and h2 (TLS), HTTP/2 push of the init segments and K-push of media
+// (k3: the segments in progress pushed chunk by chunk), WebSocket push, ParS (N
 // chosen by its model), LL-HLS over HTTP/1.1 and h2 (TLS), and FDSP (dual TCP+UDP,
 // adaptive BP; the top video rung in 10 s substreams, so its start-up is a substream's).
-var DefaultCompareTransports = []string{"http1", "h2c", "h2", "h2push-init", "ws", "pars", "hls", "hls-h2", "fdsp"}
+var DefaultCompareTransports = []string{"http1", "h2c", "h2", "h2push-init", "h2push-k3", "ws", "pars", "hls", "hls-h2", "fdsp"}
 
 // DefaultBrowserCompareTransports are the same transports for browser clients: the
 // browser plays http1 and h2 with dash.js (LL-DASH on this channel), hls and hls-h2 with

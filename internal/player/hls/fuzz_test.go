@@ -202,6 +202,15 @@ func FuzzParseMedia(f *testing.F) {
 		}
 		for _, s := range mp.Segments {
 			absolute(t, "segment URI", s.URI)
+			for _, pt := range s.Parts {
+				absolute(t, "part URI", pt.URI)
+			}
+		}
+		for _, pt := range mp.Tail {
+			absolute(t, "part URI", pt.URI)
+		}
+		if q := nextDirectives(mp); q != "" && !strings.HasPrefix(q, "_HLS_msn=") {
+			t.Fatalf("blocking reload %q", q)
 		}
 		if !durationsInRange(b) {
 			return // known: accepted, with durations that wrapped round (see durationsInRange)
@@ -342,7 +351,11 @@ func FuzzLoad(f *testing.F) {
 		fetch := player.FetcherFunc(func(ctx context.Context, req player.SegmentRequest) (*player.Response, error) {
 			return &player.Response{Body: b, PayloadBytes: int64(len(b))}, nil
 		})
-		m, err := NewLoader()(context.Background(), fetch, fuzzURL, now)
+		load := NewLoader()
+		m, err := load(context.Background(), fetch, fuzzURL, now)
+		if err == nil {
+			_, _ = load(context.Background(), fetch, fuzzURL, now) // a reload: blocking, when it can
+		}
 		if err != nil {
 			if !errors.Is(err, media.ErrInvalidMedia) {
 				t.Fatalf("error does not wrap ErrInvalidMedia: %v", err)

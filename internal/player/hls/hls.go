@@ -11,13 +11,14 @@
 // the only numbering that stays put as the window slides — with live latency then
 // measured against the time the first playlist was loaded.
 //
-// Low-latency HLS: the player does not request parts; it asks for the segment in
-// progress (and the next) whole and takes it chunk by chunk from a chunked response,
-// at PART-HOLD-BACK behind the edge (see lowLatency and inProgressURI).
+// Low-latency HLS is played as hls.js 1.7 plays it in low-latency mode (parts.go):
+// the parts listed (EXT-X-PART) are the segments near the edge, requested one by one
+// as blocking playlist reloads (_HLS_msn/_HLS_part) list them; the preload hint is not
+// used; the target is PART-HOLD-BACK.
 //
 // Not supported: EXT-X-BYTERANGE, encryption (EXT-X-KEY), MPEG-TS segments (the
-// player never decodes, so they download, but EXT-X-MAP is expected for fMP4), part
-// requests, blocking playlist reloads, I-frame playlists. A reload fetches every media playlist, where players
+// player never decodes, so they download, but EXT-X-MAP is expected for fMP4), byte-
+// range parts, delta updates (_HLS_skip), I-frame playlists. A reload fetches every media playlist, where players
 // reload only those they play: request counts of live HLS sessions are higher.
 package hls
 
@@ -48,10 +49,14 @@ func NewLoader() player.ManifestLoader {
 type loader struct {
 	mu     sync.Mutex
 	anchor time.Time // live without PDT: wall time of position 0, fixed at the first load
+	// Low-latency HLS (parts.go): the multivariant playlist, read once as hls.js does,
+	// and per media playlist the delivery directives of its next (blocking) reload.
+	master     []byte
+	directives map[string]string
 }
 
 func (l *loader) load(ctx context.Context, fetch player.FetcherFunc, u string, now time.Time) (*player.Manifest, error) {
-	body, err := get(ctx, fetch, u)
+	body, err := l.masterBody(ctx, fetch, u)
 	if err != nil {
 		return nil, err
 	}
@@ -70,6 +75,7 @@ func (l *loader) load(ctx context.Context, fetch player.FetcherFunc, u string, n
 	} else {
 		variants = mv.Variants
 		audio = mv.DefaultAudio(variants[0].Audio)
+		l.keepMaster(body)
 	}
 	m := &player.Manifest{URL: u}
 	// A lone media playlist is taken for video: the player never decodes, so the kind
@@ -83,7 +89,7 @@ func (l *loader) load(ctx context.Context, fetch player.FetcherFunc, u string, n
 		}
 		b := body
 		if pu != u {
-			if b, err = get(ctx, fetch, pu); err != nil {
+			if b, err = get(ctx, fetch, l.reloadURL(pu)); err != nil {
 				return nil, err
 			}
 		}
@@ -92,7 +98,21 @@ func (l *loader) load(ctx context.Context, fetch player.FetcherFunc, u string, n
 			return nil, err
 		}
 		playlists[pu] = mp
+		l.noteReload(pu, mp)
 		return mp, nil
+	}
+	if mv != nil && l.blocking(variants[0].URI) {
+		// Blocking reloads: all at once, each held until its next part.
+		uris := []string{}
+		for _, v := range variants {
+			uris = append(uris, v.URI)
+		}
+		if audio != nil {
+			uris = append(uris, audio.URI)
+		}
+		if err := l.fetchAll(ctx, fetch, uris, playlists); err != nil {
+			return nil, err
+		}
 	}
 	for _, v := range variants {
 		mp, err := fetchPlaylist(v.URI)
@@ -190,45 +210,6 @@ func (l *loader) load(ctx context.Context, fetch player.FetcherFunc, u string, n
 		lowLatency(m, playlists, source)
 	}
 	return m, nil
-}
-
-// lowLatency adds, when every media playlist is low-latency HLS with a segment in
-// progress, that segment and the one after it to each representation's list (the
-// next one available from its start: asked for then, the origin answers as it is
-// made), and the playlists' PART-HOLD-BACK as the target latency — the latency hls.js
-// plays low-latency HLS at. Then the player takes the segments chunk by chunk as it
-// does low-latency DASH.
-func lowLatency(m *player.Manifest, playlists map[string]*MediaPlaylist, source map[*player.Representation]string) {
-	var hold time.Duration
-	for _, mp := range playlists {
-		if mp.PartTarget <= 0 || mp.InProgress == nil || mp.InProgress.ProgramDate.IsZero() {
-			return
-		}
-		hold = max(hold, mp.PartHoldBack)
-	}
-	if hold <= 0 {
-		return
-	}
-	for _, set := range m.Sets {
-		for _, r := range set.Representations {
-			mp := playlists[source[r]]
-			cur := *mp.InProgress
-			next, ok := inProgressURI(cur, cur.Sequence+1)
-			start := cur.ProgramDate.Sub(m.AvailabilityStart)
-			list := r.Index.List
-			if n := len(list); n > 0 && list[n-1].End() > start+time.Millisecond {
-				return // overlapping dates: not a list to extend
-			}
-			list = append(list, player.Segment{Number: cur.Sequence, URL: cur.URI, Start: start, Duration: cur.Duration, Time: uint64(start / time.Millisecond)})
-			if ok {
-				ns := start + cur.Duration
-				list = append(list, player.Segment{Number: cur.Sequence + 1, URL: next, Start: ns, Duration: cur.Duration,
-					Time: uint64(ns / time.Millisecond), AvailableAt: m.AvailabilityStart.Add(ns)})
-			}
-			r.Index.List = list
-		}
-	}
-	m.ServiceDescription = &player.ServiceDescription{TargetLatency: hold, Source: "part-hold-back"}
 }
 
 func get(ctx context.Context, fetch player.FetcherFunc, u string) ([]byte, error) {
@@ -354,6 +335,7 @@ type MediaSegment struct {
 	URI         string // absolute
 	Duration    time.Duration
 	ProgramDate time.Time // zero without EXT-X-PROGRAM-DATE-TIME
+	Parts       []Part    // low-latency HLS: its EXT-X-PART lines, when listed
 }
 
 // MediaPlaylist is a parsed media playlist.
@@ -370,6 +352,11 @@ type MediaPlaylist struct {
 	PartTarget   time.Duration
 	PartHoldBack time.Duration
 	InProgress   *MediaSegment
+	// CanBlockReload is EXT-X-SERVER-CONTROL's CAN-BLOCK-RELOAD=YES; Tail the parts
+	// listed after the last complete segment (of the segment in progress).
+	CanBlockReload bool
+	Tail           []Part
+	TailDate       time.Time // the segment in progress's program date (zero: none)
 }
 
 func (mp *MediaPlaylist) hasPDT() bool {
@@ -387,11 +374,13 @@ func ParseMedia(data []byte, u string) (*MediaPlaylist, error) {
 	}
 	mp := &MediaPlaylist{}
 	var (
-		dur   time.Duration
-		inf   bool
-		pdt   time.Time
-		seq   uint64
-		parts int // EXT-X-PART and part hint lines since the last segment
+		dur    time.Duration
+		inf    bool
+		pdt    time.Time
+		seq    uint64
+		parts  int // EXT-X-PART and part hint lines since the last segment
+		listed []Part
+		total  int // parts listed in all
 	)
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -435,6 +424,7 @@ func ParseMedia(data []byte, u string) (*MediaPlaylist, error) {
 					mp.HoldBack = d
 				}
 			}
+			mp.CanBlockReload = a["CAN-BLOCK-RELOAD"] == "YES"
 			if hb := a["PART-HOLD-BACK"]; hb != "" {
 				if d, ok := tagDuration(hb, true); ok {
 					mp.PartHoldBack = d
@@ -444,7 +434,13 @@ func ParseMedia(data []byte, u string) (*MediaPlaylist, error) {
 			if d, ok := tagDuration(attrs(val)["PART-TARGET"], true); ok {
 				mp.PartTarget = d
 			}
-		case tag == "#EXT-X-PART", tag == "#EXT-X-PRELOAD-HINT" && attrs(val)["TYPE"] == "PART":
+		case tag == "#EXT-X-PART":
+			parts++
+			if pt, ok := parsePart(base, attrs(val), seq, len(listed)); ok && total < maxParts {
+				listed = append(listed, pt)
+				total++
+			}
+		case tag == "#EXT-X-PRELOAD-HINT" && attrs(val)["TYPE"] == "PART":
 			parts++ // a hint alone: the next segment's first part is on its way
 		case tag == "#EXT-X-BYTERANGE":
 			return nil, bad("EXT-X-BYTERANGE is not supported")
@@ -471,14 +467,14 @@ func ParseMedia(data []byte, u string) (*MediaPlaylist, error) {
 			if err != nil {
 				return nil, bad("segment URI %q", line)
 			}
-			s := MediaSegment{Sequence: seq, URI: su.String(), Duration: dur}
+			s := MediaSegment{Sequence: seq, URI: su.String(), Duration: dur, Parts: listed}
 			if !pdt.IsZero() {
 				s.ProgramDate = pdt
 				pdt = pdt.Add(dur) // the next segment's date unless it has its own
 			}
 			mp.Segments = append(mp.Segments, s)
 			seq++
-			inf, parts = false, 0
+			inf, parts, listed = false, 0, nil
 			if len(mp.Segments) > 1<<18 {
 				return nil, bad("more than %d segments", 1<<18)
 			}
@@ -493,6 +489,9 @@ func ParseMedia(data []byte, u string) (*MediaPlaylist, error) {
 	if len(mp.Segments) == 0 && mp.EndList {
 		return nil, bad("no segments")
 	}
+	if !mp.EndList {
+		mp.Tail, mp.TailDate = listed, pdt
+	}
 	if n := len(mp.Segments); parts > 0 && !mp.EndList && n > 0 {
 		if u, ok := inProgressURI(mp.Segments[n-1], seq); ok {
 			mp.InProgress = &MediaSegment{Sequence: seq, URI: u, Duration: mp.TargetDuration, ProgramDate: pdt}
@@ -504,10 +503,9 @@ func ParseMedia(data []byte, u string) (*MediaPlaylist, error) {
 // inProgressURI is the URI of segment seq, told from the URI of the segment before it
 // when that one names its own sequence number once in its last path element
 // ("…/1041.m4s" → "…/1042.m4s"), as Streambed's origin (and many packagers) name
-// segments. LL-HLS lists a segment in progress only by its parts; the headless player
-// asks for the whole segment instead, which an origin serving low-latency DASH from
-// the same segments answers as a chunked response that grows as the parts are made.
-// ok is false when the URI cannot be told.
+// segments. LL-HLS lists a segment in progress only by its parts (MediaPlaylist.
+// InProgress names it for readers that want it whole; the player plays the parts,
+// parts.go). ok is false when the URI cannot be told.
 func inProgressURI(prev MediaSegment, seq uint64) (string, bool) {
 	dir, file := path.Split(prev.URI)
 	num := strconv.FormatUint(prev.Sequence, 10)

@@ -25,6 +25,7 @@ import (
 type origin struct {
 	h2c, h2 string // base URLs: http://127.0.0.1:N (HTTP/1.1 and h2c), https://127.0.0.1:M
 	pusher  *h2push.Pusher
+	hub     *hub.Hub
 	asset   *hub.Asset
 	dir     string // the asset folder
 	stop    func()
@@ -56,6 +57,11 @@ func startOrigin(t *testing.T, cfg h2push.Config, rulesPath string) *origin {
 	if _, err := looplive.AddChannel(hctx, h, a, looplive.ChannelOptions{Name: "loop", DVRWindow: 20 * time.Second, AvailabilityStart: looplive.DefaultAvailabilityStart}); err != nil {
 		t.Fatal(err)
 	}
+	// The same looped in one-frame chunks: its segment in progress is served (and
+	// pushed) chunk by chunk.
+	if _, err := looplive.AddChannel(hctx, h, a, looplive.ChannelOptions{Name: "ll", ChunkDuration: 40 * time.Millisecond, DVRWindow: 20 * time.Second, AvailabilityStart: looplive.DefaultAvailabilityStart}); err != nil {
+		t.Fatal(err)
+	}
 	scfg := server.DefaultConfig()
 	scfg.HTTP, scfg.HTTPS, scfg.DataDir = "127.0.0.1:0", "127.0.0.1:0", t.TempDir()
 	cfg.Rules = rulesPath
@@ -77,7 +83,7 @@ func startOrigin(t *testing.T, cfg h2push.Config, rulesPath string) *origin {
 	go func() { _ = srv.Serve(ctx, ls); close(done) }()
 	o := &origin{
 		h2c: "http://" + ls.HTTP.Addr().(*net.TCPAddr).String(), h2: "https://" + ls.HTTPS.Addr().(*net.TCPAddr).String(),
-		pusher: p, asset: a, dir: dir,
+		pusher: p, hub: h, asset: a, dir: dir,
 	}
 	o.stop = func() { cancel(); <-done }
 	t.Cleanup(func() { o.stop() })

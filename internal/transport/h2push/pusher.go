@@ -152,7 +152,9 @@ func (p *Pusher) serve(w http.ResponseWriter, r *http.Request, next http.Handler
 		key = keyOf(r)
 		cs := p.conns.get(key)
 		defer p.conns.put(key, cs)
-		defer cs.hold()() // the client's requests go before promised responses
+		if !p.inProgress(layout.Parse(r.URL.Path)) {
+			defer cs.hold()() // the client's requests go before promised responses (live.go)
+		}
 	}
 	if r.Method != http.MethodGet {
 		next.ServeHTTP(w, r)
@@ -554,17 +556,29 @@ func (p *Pusher) servePushed(w http.ResponseWriter, r *http.Request, next http.H
 		p.st.cancelled.Add(1)
 		p.unmark(key, []Push{{Path: r.URL.RequestURI()}})
 	}
-	if err := p.awaitLive(ctx, res); err != nil {
-		fail()
-		return
-	}
-	release, err := cs.acquire(ctx, prio, seq)
+	inProgress, err := p.awaitLive(ctx, res)
 	if err != nil {
 		fail()
 		return
 	}
-	defer release()
+	if !inProgress { // a segment in progress goes at the source's pace, without a turn (live.go)
+		release, err := cs.acquire(ctx, prio, seq)
+		if err != nil {
+			fail()
+			return
+		}
+		defer release()
+	}
 	pw := &pushWriter{ResponseWriter: w, ctx: ctx, cs: cs}
+	defer func() {
+		// A segment in progress that cannot be finished, or whose push the client
+		// reset, is aborted by the pull handler (http.ErrAbortHandler): counted, then
+		// passed on to net/http.
+		if v := recover(); v != nil {
+			fail()
+			panic(v)
+		}
+	}()
 	next.ServeHTTP(pw, r)
 	// Flush before the turn ends: net/http sends what is still buffered only after
 	// the handler returns, and the next promised response must not overtake it.
@@ -602,24 +616,6 @@ func (p *Pusher) pushPriority(res layout.Resource) float64 {
 		return float64(ref.Start) / float64(t.Timescale)
 	}
 	return float64(res.Number) * st.Info().SegmentDuration.Seconds()
-}
-
-// maxLiveWait bounds how long a promised live segment waits to become available.
-const maxLiveWait = 10 * time.Minute
-
-// awaitLive holds a promised live segment's response until the segment is stored.
-func (p *Pusher) awaitLive(ctx context.Context, res layout.Resource) error {
-	if res.Kind != layout.KindSegment || !res.Live || res.ByTime {
-		return nil
-	}
-	c, err := p.hub.Channel(res.Stream)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, maxLiveWait)
-	defer cancel()
-	_, err = c.Await(ctx, res.Track, res.Number)
-	return err
 }
 
 // pushWriter is the ResponseWriter of a promised response: it pauses between writes
