@@ -27,6 +27,7 @@ import { execFileSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { launchBrowser, median, CHROMIUM_PATH } from '../testkit/browser.mjs';
 import { percentile } from '../testkit/checks.mjs';
+import { watchTimings } from './reqtiming.mjs';
 
 const USAGE = 'usage: node web/scripts/labclient.mjs --page URL [--seconds N] [--max-seconds N] [--link-rate BPS] [--transport NAME] [--start-timeout S]';
 
@@ -142,6 +143,7 @@ async function watchNetwork(page) {
     net.wsBytes += n;
     net.mediaBytes += n;
   });
+  net.timings = watchTimings(cdp);
   await cdp.send('Network.enable');
   return net;
 }
@@ -183,6 +185,12 @@ async function main() {
   let failed = false;
   try {
     const { page, log } = await browser.newPage();
+    // The page's warnings and errors with their time, to read beside the request log
+    // (a player's stall or error next to the requests around it).
+    const events = [];
+    page.on('console', (m) => {
+      if (m.type() === 'error' || m.type() === 'warning') events.push([Date.now(), m.text().slice(0, 200)]);
+    });
     await installRenditionProbe(page);
     const net = await watchNetwork(page);
     const cpu0 = cpuTimes();
@@ -264,6 +272,11 @@ async function main() {
     report.overhead_source = 'not observable from the page';
     report.ws_frames = net.wsFrames;
     report.protocol = [...net.protocols].map(protoName).join(',');
+    // Where each request's time went (web/scripts/reqtiming.mjs): by kind, and the
+    // slowest few.
+    report.request_timing = net.timings.result();
+    report.request_log = net.timings.log(t0);
+    report.page_events = events.map(([t, text]) => [t - t0, text]);
     report.dropped_frames = s.droppedFrames;
     report.total_frames = s.totalFrames;
     report.throughput_kbps = null; // the page does not time its downloads
