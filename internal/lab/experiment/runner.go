@@ -274,6 +274,7 @@ func StartOrigin(ctx context.Context, nw *netem.Network, s *Scenario, durs []tim
 	if !s.Play.Live {
 		args = append(args, "--channel", "") // none: serve the assets on demand only
 	}
+	args = append(args, s.Origin.Args...)
 	if s.usesFDSP() { // FDSP's own TCP listener and UDP socket (the next port)
 		args = append(args, "--fdsp", fmt.Sprintf("0.0.0.0:%d", fdspPort))
 	}
