@@ -189,7 +189,9 @@ async function main() {
     // (a player's stall or error next to the requests around it).
     const events = [];
     page.on('console', (m) => {
-      if (m.type() === 'error' || m.type() === 'warning') events.push([Date.now(), m.text().slice(0, 200)]);
+      const text = m.text();
+      // hls.js's rendition decisions when the page has ?hlsdebug=abr (web/src/players/hls.ts).
+      if (m.type() === 'error' || m.type() === 'warning' || text.startsWith('hlsabr: ')) events.push([Date.now(), text.slice(0, 240)]);
     });
     await installRenditionProbe(page);
     const net = await watchNetwork(page);

@@ -68,6 +68,9 @@ type Play struct {
 	// transport — BrowserCanPlay). A browser uses its player's own ABR; abr and args
 	// are the headless player's.
 	Client string `yaml:"client"`
+	// PageQuery adds query parameters to the player page's URL (browser clients), e.g.
+	// "hlsdebug=abr" for hls.js's rendition decisions in the run's page_events.
+	PageQuery string `yaml:"page_query"`
 	// Timeout bounds one run (default: duration + 2 min).
 	Timeout Duration `yaml:"timeout"`
 }
