@@ -37,6 +37,10 @@ export function phases(r) {
   const t = r.timing;
   const out = { kind: r.kind, path: r.path, status: r.status, reused: r.reused, conn: r.conn, protocol: r.protocol };
   out.total = ms((r.finished - r.issued) * 1000);
+  out.firstData = ms(r.firstData);
+  out.by100 = r.by100 ?? 0;
+  out.by150 = r.by150 ?? 0;
+  out.bytes = r.bytes ?? 0;
   out.wall = r.wall == null ? null : r.wall * 1000;
   if (!t) return out;
   const base = t.requestTime * 1000;
@@ -101,7 +105,7 @@ export function summarise(done, { slowest = 12 } = {}) {
       .filter((r) => r.kind === 'part' || r.kind === 'segment' || r.kind === 'reload' || r.kind === 'playlist')
       .sort((a, b) => (b.queue ?? 0) + (b.body ?? 0) - ((a.queue ?? 0) + (a.body ?? 0)))
       .slice(0, slowest)
-      .map(({ at, wall, ...r }) => r),
+      .map(({ at, wall, by100, by150, firstData, ...r }) => r),
   };
 }
 
@@ -124,8 +128,15 @@ export function requestLog(done, t0) {
       r.reused === false ? 1 : 0,
       r.conn ?? null,
       r.aborted ?? '',
+      r.firstData ?? null,
+      r.by100 ?? 0,
+      r.by150 ?? 0,
+      r.bytes ?? 0,
     ]);
-  return { columns: ['t_ms', 'kind', 'path', 'queue_ms', 'connect_ms', 'wait_ms', 'body_ms', 'total_ms', 'new_conn', 'conn', 'aborted'], rows };
+  return {
+    columns: ['t_ms', 'kind', 'path', 'queue_ms', 'connect_ms', 'wait_ms', 'body_ms', 'total_ms', 'new_conn', 'conn', 'aborted', 'first_data_ms', 'bytes_by_100ms', 'bytes_by_150ms', 'bytes'],
+    rows,
+  };
 }
 
 /** Collects the stream requests of a DevTools session (cdp) into phases(); call
@@ -145,6 +156,17 @@ export function watchTimings(cdp) {
     }
     // wallTime (epoch s) places the request beside the page's own events.
     open.set(e.requestId, { kind, path, issued: e.timestamp, wall: e.wallTime });
+  });
+  // Body bytes as they arrive: how much of a response a player could see 100 and 150
+  // ms after asking (hls.js judges a part's progress from that point on).
+  cdp.on('Network.dataReceived', (e) => {
+    const r = open.get(e.requestId);
+    if (!r) return;
+    const after = (e.timestamp - r.issued) * 1000;
+    if (r.firstData == null) r.firstData = after;
+    if (after <= 100) r.by100 = (r.by100 ?? 0) + e.dataLength;
+    if (after <= 150) r.by150 = (r.by150 ?? 0) + e.dataLength;
+    r.bytes = (r.bytes ?? 0) + e.dataLength;
   });
   cdp.on('Network.responseReceived', (e) => {
     const r = open.get(e.requestId);

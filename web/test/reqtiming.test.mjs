@@ -68,7 +68,10 @@ test('watchTimings follows DevTools events, failed ones as aborted', () => {
     requestId: 'a',
     response: { status: 200, connectionReused: true, connectionId: 9, protocol: 'http/1.1', timing: { requestTime: 1, connectStart: -1, connectEnd: -1, sendStart: 1, sendEnd: 1, receiveHeadersEnd: 51 } },
   });
-  cdp.emit('Network.loadingFinished', { requestId: 'a', timestamp: 1.06 });
+  cdp.emit('Network.dataReceived', { requestId: 'a', timestamp: 1.052, dataLength: 1000 });
+  cdp.emit('Network.dataReceived', { requestId: 'a', timestamp: 1.12, dataLength: 500 });
+  cdp.emit('Network.dataReceived', { requestId: 'a', timestamp: 1.2, dataLength: 300 });
+  cdp.emit('Network.loadingFinished', { requestId: 'a', timestamp: 1.21 });
   cdp.emit('Network.requestWillBeSent', { requestId: 'b', type: 'XHR', timestamp: 1.1, wallTime: 1000.1, request: { url: 'http://o/live/ch/v1/playlist.m3u8?_HLS_msn=7' } });
   cdp.emit('Network.loadingFailed', { requestId: 'b', timestamp: 1.2, canceled: true });
   cdp.emit('Network.requestWillBeSent', { requestId: 'c', type: 'Document', timestamp: 1, request: { url } });
@@ -80,4 +83,6 @@ test('watchTimings follows DevTools events, failed ones as aborted', () => {
   assert.equal(log.rows.length, 2);
   assert.deepEqual(log.rows[0].slice(0, 3), [0, 'part', 'v1/7.3.m4s']);
   assert.equal(log.rows[1][10], 'canceled');
+  // First body bytes 52 ms after asking; 1000 by 100 ms, 1500 by 150 ms, 1800 in all.
+  assert.deepEqual(log.rows[0].slice(11), [52, 1000, 1500, 1800]);
 });
