@@ -82,6 +82,40 @@ async function installRenditionProbe(page) {
   });
 }
 
+/** With the page's ?hlsdebug=abr (a diagnostic run), records what each part's
+ * XMLHttpRequest reported to the player as it loaded: the time of every progress event
+ * after send() and the bytes it gave (hls.js's loader judges a part's progress from
+ * these). */
+async function installXhrProbe(page) {
+  await page.addInitScript(() => {
+    if (new URLSearchParams(window.location.search).get('hlsdebug') !== 'abr') return;
+    const parts = [];
+    window.__xhrParts = parts;
+    const open = XMLHttpRequest.prototype.open;
+    const send = XMLHttpRequest.prototype.send;
+    XMLHttpRequest.prototype.open = function (method, url, ...rest) {
+      this.__probeUrl = String(url);
+      return open.call(this, method, url, ...rest);
+    };
+    XMLHttpRequest.prototype.send = function (...args) {
+      const url = this.__probeUrl ?? '';
+      if (/\/\d+\.\d+\.m4s$/.test(url) && parts.length < 5000) {
+        const rec = { path: url.split('/').slice(-2).join('/'), progress: [], end: null, total: 0 };
+        const t0 = performance.now();
+        parts.push(rec);
+        this.addEventListener('progress', (e) => {
+          if (rec.progress.length < 8) rec.progress.push([Math.round(performance.now() - t0), e.loaded]);
+          rec.total = e.total || rec.total;
+        });
+        this.addEventListener('loadend', () => {
+          rec.end = Math.round(performance.now() - t0);
+        });
+      }
+      return send.apply(this, args);
+    };
+  });
+}
+
 /** Counts what Chromium's network stack did for the stream through the DevTools
  * protocol: requests by XHR/fetch other than the page's own API (manifests,
  * playlists, the clock, segments, parts), the bodies of those that are media (not a
@@ -194,6 +228,7 @@ async function main() {
       if (m.type() === 'error' || m.type() === 'warning' || text.startsWith('hlsabr: ')) events.push([Date.now(), text.slice(0, 240)]);
     });
     await installRenditionProbe(page);
+    await installXhrProbe(page);
     const net = await watchNetwork(page);
     const cpu0 = cpuTimes();
     await page.goto(o.page, { waitUntil: 'load', timeout: o.startTimeout * 1000 });
@@ -279,6 +314,8 @@ async function main() {
     report.request_timing = net.timings.result();
     report.request_log = net.timings.log(t0);
     report.page_events = events.map(([t, text]) => [t - t0, text]);
+    const xhrParts = await page.evaluate(() => window.__xhrParts ?? null).catch(() => null);
+    if (xhrParts) report.xhr_parts = xhrParts;
     report.dropped_frames = s.droppedFrames;
     report.total_frames = s.totalFrames;
     report.throughput_kbps = null; // the page does not time its downloads
