@@ -21,6 +21,11 @@ type Config struct {
 	// NetHTTPOnly turns off the lean HTTP/1.1 path for segments and manifests on the
 	// plain-HTTP listener (h1fast.go), so net/http answers every request.
 	NetHTTPOnly bool `yaml:"net_http_only"`
+	// TCPRTOMin is the listeners' connections' minimum retransmission timeout (Linux
+	// 6.15+; 0: the kernel's 200 ms). Lower, a lost tail packet of a small response
+	// (an LL-HLS part or held playlist over HTTP/1.1) is resent sooner
+	// (netutil.ListenRTOMin; docs/results/latency.md).
+	TCPRTOMin time.Duration `yaml:"tcp_rto_min"`
 }
 
 // CacheConfig sets the Cache-Control lifetimes a CDN acts on.
@@ -65,6 +70,9 @@ func DefaultConfig() Config {
 func (c *Config) Validate() error {
 	if c.HTTP == "" && c.HTTPS == "" {
 		return fmt.Errorf("config: both listeners are disabled; set http or https")
+	}
+	if c.TCPRTOMin != 0 && (c.TCPRTOMin < time.Millisecond || c.TCPRTOMin > 200*time.Millisecond) {
+		return fmt.Errorf("config: tcp_rto_min %s: want 1ms to 200ms, or 0 for the kernel's", c.TCPRTOMin)
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return fmt.Errorf("config: tls_cert and tls_key go together")

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/streambed/streambed/internal/hub"
+	"github.com/streambed/streambed/internal/netutil"
 	"github.com/streambed/streambed/web"
 )
 
@@ -162,12 +163,12 @@ func (s *Server) Listen() (*Listeners, error) {
 	var ls Listeners
 	var err error
 	if s.cfg.HTTP != "" {
-		if ls.HTTP, err = net.Listen("tcp", s.cfg.HTTP); err != nil {
+		if ls.HTTP, err = netutil.ListenRTOMin(context.Background(), "tcp", s.cfg.HTTP, s.cfg.TCPRTOMin); err != nil {
 			return nil, fmt.Errorf("listen %s: %w (is another server running? choose another port with --http)", s.cfg.HTTP, err)
 		}
 	}
 	if s.cfg.HTTPS != "" {
-		if ls.HTTPS, err = net.Listen("tcp", s.cfg.HTTPS); err != nil {
+		if ls.HTTPS, err = netutil.ListenRTOMin(context.Background(), "tcp", s.cfg.HTTPS, s.cfg.TCPRTOMin); err != nil {
 			if ls.HTTP != nil {
 				ls.HTTP.Close()
 			}

@@ -27,6 +27,7 @@ import { execFileSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { launchBrowser, median, CHROMIUM_PATH } from '../testkit/browser.mjs';
 import { percentile } from '../testkit/checks.mjs';
+import { watchTimings } from './reqtiming.mjs';
 
 const USAGE = 'usage: node web/scripts/labclient.mjs --page URL [--seconds N] [--max-seconds N] [--link-rate BPS] [--transport NAME] [--start-timeout S]';
 
@@ -78,6 +79,40 @@ async function installRenditionProbe(page) {
       probe.perBitrateS[s.bitrateBps] = (probe.perBitrateS[s.bitrateBps] ?? 0) + dt;
     }, 100);
     window.__labProbe = probe;
+  });
+}
+
+/** With the page's ?hlsdebug=abr (a diagnostic run), records what each part's
+ * XMLHttpRequest reported to the player as it loaded: the time of every progress event
+ * after send() and the bytes it gave (hls.js's loader judges a part's progress from
+ * these). */
+async function installXhrProbe(page) {
+  await page.addInitScript(() => {
+    if (new URLSearchParams(window.location.search).get('hlsdebug') !== 'abr') return;
+    const parts = [];
+    window.__xhrParts = parts;
+    const open = XMLHttpRequest.prototype.open;
+    const send = XMLHttpRequest.prototype.send;
+    XMLHttpRequest.prototype.open = function (method, url, ...rest) {
+      this.__probeUrl = String(url);
+      return open.call(this, method, url, ...rest);
+    };
+    XMLHttpRequest.prototype.send = function (...args) {
+      const url = this.__probeUrl ?? '';
+      if (/\/\d+\.\d+\.m4s$/.test(url) && parts.length < 5000) {
+        const rec = { path: url.split('/').slice(-2).join('/'), progress: [], end: null, total: 0 };
+        const t0 = performance.now();
+        parts.push(rec);
+        this.addEventListener('progress', (e) => {
+          if (rec.progress.length < 8) rec.progress.push([Math.round(performance.now() - t0), e.loaded]);
+          rec.total = e.total || rec.total;
+        });
+        this.addEventListener('loadend', () => {
+          rec.end = Math.round(performance.now() - t0);
+        });
+      }
+      return send.apply(this, args);
+    };
   });
 }
 
@@ -142,6 +177,7 @@ async function watchNetwork(page) {
     net.wsBytes += n;
     net.mediaBytes += n;
   });
+  net.timings = watchTimings(cdp);
   await cdp.send('Network.enable');
   return net;
 }
@@ -183,7 +219,16 @@ async function main() {
   let failed = false;
   try {
     const { page, log } = await browser.newPage();
+    // The page's warnings and errors with their time, to read beside the request log
+    // (a player's stall or error next to the requests around it).
+    const events = [];
+    page.on('console', (m) => {
+      const text = m.text();
+      // hls.js's rendition decisions when the page has ?hlsdebug=abr (web/src/players/hls.ts).
+      if (m.type() === 'error' || m.type() === 'warning' || text.startsWith('hlsabr: ')) events.push([Date.now(), text.slice(0, 240)]);
+    });
     await installRenditionProbe(page);
+    await installXhrProbe(page);
     const net = await watchNetwork(page);
     const cpu0 = cpuTimes();
     await page.goto(o.page, { waitUntil: 'load', timeout: o.startTimeout * 1000 });
@@ -264,6 +309,13 @@ async function main() {
     report.overhead_source = 'not observable from the page';
     report.ws_frames = net.wsFrames;
     report.protocol = [...net.protocols].map(protoName).join(',');
+    // Where each request's time went (web/scripts/reqtiming.mjs): by kind, and the
+    // slowest few.
+    report.request_timing = net.timings.result();
+    report.request_log = net.timings.log(t0);
+    report.page_events = events.map(([t, text]) => [t - t0, text]);
+    const xhrParts = await page.evaluate(() => window.__xhrParts ?? null).catch(() => null);
+    if (xhrParts) report.xhr_parts = xhrParts;
     report.dropped_frames = s.droppedFrames;
     report.total_frames = s.totalFrames;
     report.throughput_kbps = null; // the page does not time its downloads

@@ -96,6 +96,16 @@ func (s *Scenario) pageURL(server string, cell Cell) (string, error) {
 	if live {
 		q.Set("live", "1")
 	}
+	extra, err := url.ParseQuery(s.Play.PageQuery)
+	if err != nil {
+		return "", fmt.Errorf("play.page_query %q: %w", s.Play.PageQuery, err)
+	}
+	for k, v := range extra {
+		if q.Has(k) {
+			return "", fmt.Errorf("play.page_query %q: %s is set by the lab", s.Play.PageQuery, k)
+		}
+		q[k] = v
+	}
 	return origin + "/?" + q.Encode(), nil
 }
 

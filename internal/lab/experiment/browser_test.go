@@ -63,6 +63,18 @@ func TestPageURL(t *testing.T) {
 	if why := s.browserSkip(Cell{"transport": "h2c"}); why == "" {
 		t.Error("h2c in a browser scenario is not skipped")
 	}
+	// More page parameters from the scenario; the lab's own cannot be overridden.
+	s.Play.PageQuery = "hlsdebug=abr"
+	if got, err := s.pageURL("10.0.0.1", Cell{"transport": "hls"}); err != nil || got != "http://10.0.0.1:8080/?hlsdebug=abr&live=1&player=hlsjs&stream=live-seg-2s" {
+		t.Errorf("page_query: %q %v", got, err)
+	}
+	for _, bad := range []string{"player=dashjs", "a=%zz"} {
+		s.Play.PageQuery = bad
+		if got, err := s.pageURL("10.0.0.1", Cell{"transport": "hls"}); err == nil {
+			t.Errorf("page_query %q: %q, want an error", bad, got)
+		}
+	}
+	s.Play.PageQuery = ""
 	// On demand, by segment duration: the asset itself.
 	vod := &Scenario{Name: "v", Content: Content{Synthetic: "91s", KeepDuration: true}, Play: Play{Client: ClientBrowser},
 		Matrix: Matrix{{Name: "segment_duration", Values: []string{"10s"}}}}

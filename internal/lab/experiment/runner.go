@@ -168,8 +168,12 @@ func Execute(ctx context.Context, s *Scenario, opts Options) (*Results, error) {
 			if err := Settle(ctx); err != nil {
 				return res, err
 			}
+			tcp0 := tcpCounters(nw, serverHost(nw))
 			r := runPlayer(ctx, nw, s, cell, opts)
 			r.Key, r.Cell, r.Rep = key, cell, rep
+			if d := counterDelta(tcp0, tcpCounters(nw, serverHost(nw))); d != nil && r.Metrics != nil {
+				r.Metrics["server_tcp"] = d // how the origin's sockets recovered losses
+			}
 			if r.Error != "" {
 				opts.Log.Warn("run failed", "cell", key, "rep", rep, "err", r.Error)
 			}
@@ -270,6 +274,7 @@ func StartOrigin(ctx context.Context, nw *netem.Network, s *Scenario, durs []tim
 	if !s.Play.Live {
 		args = append(args, "--channel", "") // none: serve the assets on demand only
 	}
+	args = append(args, s.Origin.Args...)
 	if s.usesFDSP() { // FDSP's own TCP listener and UDP socket (the next port)
 		args = append(args, "--fdsp", fmt.Sprintf("0.0.0.0:%d", fdspPort))
 	}

@@ -31,6 +31,9 @@ type Scenario struct {
 	Matrix      Matrix `yaml:"matrix"`
 	Repetitions int    `yaml:"repetitions"`
 	Play        Play   `yaml:"play"`
+	// Origin holds more `streambed serve` flags for the scenario's one origin (an
+	// origin setting under test, e.g. --tcp-rto-min 50ms).
+	Origin Origin `yaml:"origin"`
 	// Metrics are the player's JSON keys to tabulate and plot, in order.
 	Metrics []string `yaml:"metrics"`
 	// Plot says which parameter is the x axis and which one separates the series.
@@ -65,8 +68,16 @@ type Play struct {
 	// transport — BrowserCanPlay). A browser uses its player's own ABR; abr and args
 	// are the headless player's.
 	Client string `yaml:"client"`
+	// PageQuery adds query parameters to the player page's URL (browser clients), e.g.
+	// "hlsdebug=abr" for hls.js's rendition decisions in the run's page_events.
+	PageQuery string `yaml:"page_query"`
 	// Timeout bounds one run (default: duration + 2 min).
 	Timeout Duration `yaml:"timeout"`
+}
+
+// Origin sets how the origin runs.
+type Origin struct {
+	Args []string `yaml:"args"` // more `streambed serve` flags
 }
 
 // Plot picks the axes of the metric plots.

@@ -33,6 +33,10 @@ export class HlsAdapter implements PlayerAdapter {
       maxLiveSyncPlaybackRate: 1.1,
       // fMP4 needs no transmuxing, so no worker is needed (the ESM build has none inline).
       enableWorker: false,
+      // ?hlsdebug=abr: hls.js's rendition decisions (its ABR and level controllers'
+      // log lines, nothing else) on the console as `hlsabr: …`, for the lab client to
+      // read beside its request timings (docs/results/latency.md).
+      ...(abrDebug() ? { debug: abrLogger() } : {}),
     });
     this.hls = hls;
     hls.on(Hls.Events.FRAG_LOADED, (_e, data) => {
@@ -89,4 +93,19 @@ export class HlsAdapter implements PlayerAdapter {
     this.hls?.destroy();
     this.hls = null;
   }
+}
+
+function abrDebug(): boolean {
+  return new URLSearchParams(window.location.search).get('hlsdebug') === 'abr';
+}
+
+/** An hls.js logger that passes on only what its ABR, level and latency controllers
+ * say (the decisions to switch renditions, abandon a load or raise the target). */
+function abrLogger() {
+  const keep = (...args: unknown[]) => {
+    const line = args.map(String).join(' ');
+    if (/abr|level-controller|latency-controller|switch/i.test(line)) console.info(`hlsabr: ${line}`);
+  };
+  const none = () => {};
+  return { trace: none, debug: keep, log: keep, info: keep, warn: keep, error: keep };
 }
