@@ -123,6 +123,9 @@ var errReloadTimeout = errors.New("blocking reload timed out")
 // moved.
 func (s *Server) awaitReload(ctx context.Context, c *hub.Channel, t *media.Track, ll *manifest.LowLatency, rl reload) error {
 	bound := 3 * targetDurationOf(c)
+	if hold := time.Duration(s.reloadHold.Load()); hold > 0 {
+		bound = hold
+	}
 	timer := time.NewTimer(bound)
 	defer timer.Stop()
 	s.metrics.blocked.Inc()

@@ -384,6 +384,10 @@ func TestBlockedReloadsBound(t *testing.T) {
 		t.Skipf("RLIMIT_NOFILE is %d: too few open files for %d connections", lim.Cur, n)
 	}
 	c, s, ts, _ := llhlsOrigin(t, true)
+	// 2000 connections from another process can take longer than the spec's three
+	// target durations (3 s here) to be held on a loaded machine; what is measured
+	// is the cost of holding them, so they are held longer than any set-up.
+	s.reloadHold.Store(int64(10 * guard))
 	feed(t, c, 2)
 	// Audio in chunks of 125 ms: two make a 250 ms part, so every other chunk moves
 	// nothing a reload waits for. Segment 0 whole, segment 1's part 0.

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,6 +34,10 @@ type Server struct {
 
 	manifests sync.Map    // cache key → []byte of rendered manifests (see manifestCache)
 	watches   edgeWatches // LL-HLS blocking reloads held, per channel track
+	// reloadHold overrides how long a blocking reload is held (0: three target
+	// durations, as the LL-HLS spec asks). Tests that hold thousands of reloads on
+	// a loaded machine set it longer, so set-up time never reads as a timeout.
+	reloadHold atomic.Int64 // time.Duration; atomic: set while the server runs
 
 	middleware []func(http.Handler) http.Handler // transports that wrap the origin (e.g. HTTP/2 push)
 	endpoints  []advertised                      // transports' endpoints listed in /api/streams
