@@ -3,6 +3,7 @@ package hub
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +20,10 @@ type FileCache struct {
 	m       sync.Map // path → *CachedFile
 }
 
+// httpDate is HTTP's date format (net/http.TimeFormat), kept here so the hub does
+// not import net/http.
+const httpDate = "Mon, 02 Jan 2006 15:04:05 GMT"
+
 // perFile is how many idle descriptors a file keeps for concurrent requests.
 const perFile = 8
 
@@ -28,8 +33,13 @@ type CachedFile struct {
 	Size    int64
 	ModTime time.Time
 	ETag    string
-	idle    chan *os.File
-	cache   *FileCache
+	// The header values of a whole-file answer (ETag, Last-Modified as an HTTP
+	// date, Content-Length), formatted once rather than per request. Shared: a
+	// caller puts them in a header map and never changes them in place.
+	ETagValue, LastModifiedValue, LengthValue []string
+
+	idle  chan *os.File
+	cache *FileCache
 }
 
 // NewFileCache returns a cache that holds at most maxOpen descriptors (0 disables it).
@@ -48,6 +58,9 @@ func (c *FileCache) Get(path string) (*CachedFile, error) {
 	}
 	f := &CachedFile{Path: path, Size: fi.Size(), ModTime: fi.ModTime(),
 		ETag: fmt.Sprintf(`"%x-%x"`, fi.ModTime().Unix(), fi.Size()), idle: make(chan *os.File, perFile), cache: c}
+	f.ETagValue = []string{f.ETag}
+	f.LastModifiedValue = []string{f.ModTime.UTC().Format(httpDate)}
+	f.LengthValue = []string{strconv.FormatInt(f.Size, 10)}
 	if c == nil {
 		return f, nil
 	}

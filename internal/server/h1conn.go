@@ -162,7 +162,9 @@ func (c *h1Conn) Read(p []byte) (int, error) {
 
 func (c *h1Conn) readStep(fd uintptr) bool {
 	for {
-		n, _, errno := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&c.rd[0])), uintptr(len(c.rd)))
+		// recvfrom, as nginx reads: a socket's read(2) goes through the VFS layer
+		// (fdget_pos, vfs_read, sock_read_iter) first.
+		n, _, errno := unix.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&c.rd[0])), uintptr(len(c.rd)), 0, 0, 0)
 		switch {
 		case errno == unix.EINTR:
 			continue

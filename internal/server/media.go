@@ -225,12 +225,13 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, path string, 
 	defer cf.Release(fd)
 	h := w.Header()
 	h["Content-Type"] = contentTypeValues[kind == media.Audio]
-	h["Cache-Control"] = []string{s.segmentCache}
-	h["Etag"] = []string{cf.ETag}
+	h["Cache-Control"] = s.segmentCacheValue
+	h["Etag"] = cf.ETagValue
 	if isPlainGet(r) {
-		// The common case, a whole segment: no seeking, sniffing or range parsing.
-		h["Last-Modified"] = []string{cf.ModTime.UTC().Format(http.TimeFormat)}
-		h["Content-Length"] = []string{strconv.FormatInt(cf.Size, 10)}
+		// The common case, a whole segment: no seeking, sniffing or range parsing,
+		// and header values formatted once per file.
+		h["Last-Modified"] = cf.LastModifiedValue
+		h["Content-Length"] = cf.LengthValue
 		if lean {
 			if done, _ := fs.sendFile(fd, cf.Size); done {
 				return // sent, or the client went away
