@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/streambed/streambed/internal/fsutil"
 	"github.com/streambed/streambed/internal/layout"
 )
 
@@ -127,6 +128,35 @@ func TestStreamKeyOf(t *testing.T) {
 		res := layout.Parse(p)
 		if got, want := streamKeyOf(res, p), res.StreamKey(); got != want {
 			t.Errorf("%s: %q, want %q", p, got, want)
+		}
+	}
+}
+
+// A segment file replaced on disk (by rename, as packaging writes) is served as the
+// new file once the file cache looks again, by the lean path and by net/http alike:
+// its bytes with its own length and validators, never the old file's or a mix.
+func TestServeReplacedSegmentFile(t *testing.T) {
+	s, ts := testOrigin(t)
+	addr, _ := leanOrigin(t, s, 10*time.Second)
+	a, err := s.hub.Asset("clip")
+	must(t, err)
+	_, path, err := a.SegmentFile("v1", 1)
+	must(t, err)
+	get := "GET /vod/clip/v1/1.m4s HTTP/1.1\r\nHost: a\r\n\r\n"
+	before, oldBody := exchange(t, addr, get)
+	if !strings.Contains(string(oldBody), "v1-seg1;") {
+		t.Fatalf("before: %.40q", oldBody)
+	}
+	s.files.SetValidFor(0) // look at the path at every request
+	newBody := "v1-seg1;replaced, and longer than before"
+	must(t, fsutil.WriteFileAtomic(path, []byte(newBody), 0o644))
+	for _, server := range []struct{ name, addr string }{{"lean", addr}, {"net/http", strings.TrimPrefix(ts.URL, "http://")}} {
+		resp, b := exchange(t, server.addr, get)
+		if resp.StatusCode != 200 || string(b) != newBody || resp.ContentLength != int64(len(newBody)) {
+			t.Errorf("%s: %d, %d bytes declared, %q; want the new file", server.name, resp.StatusCode, resp.ContentLength, b)
+		}
+		if resp.Header.Get("Etag") == before.Header.Get("Etag") {
+			t.Errorf("%s: the old ETag %s for the new file", server.name, resp.Header.Get("Etag"))
 		}
 	}
 }
