@@ -172,7 +172,9 @@ func (c *h1Conn) advance() connStep {
 		if !keep {
 			return stepClose
 		}
-		c.srv.setIdle(c)
+		if !c.srv.setIdle(c) {
+			return stepClose // shutting down
+		}
 		if c.outside {
 			return stepLoop
 		}

@@ -160,3 +160,39 @@ func TestServeReplacedSegmentFile(t *testing.T) {
 		}
 	}
 }
+
+// A request still being answered in the read loop when the listener closes ends the
+// connection once answered. (Closing a socket waits for the read loop to let go of
+// it, so the loop must not close its own socket from inside.)
+func TestReadLoopCloseWhileAnswering(t *testing.T) {
+	s, _ := testOrigin(t)
+	addr, lean := leanOrigin(t, s, 10*time.Second)
+	a, err := s.hub.Asset("clip")
+	must(t, err)
+	_, path, err := a.SegmentFile("v1", 1)
+	must(t, err)
+	const size = 32 << 20 // more than loopback's socket buffers hold: sendfile waits for the client
+	must(t, fsutil.WriteFileAtomic(path, make([]byte, size), 0o644))
+	s.files.SetValidFor(0)
+
+	c, err := net.Dial("tcp", addr)
+	must(t, err)
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(guard))
+	_, err = io.WriteString(c, "GET /vod/clip/v1/1.m4s HTTP/1.1\r\nHost: a\r\n\r\n")
+	must(t, err)
+	br := bufio.NewReader(c)
+	if _, err := br.Peek(1); err != nil { // the answer has begun
+		t.Fatal(err)
+	}
+	must(t, lean.Close())
+	resp, err := http.ReadResponse(br, nil)
+	must(t, err)
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err != nil || n != size {
+		t.Fatalf("answer: %d of %d bytes, %v", n, size, err)
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Errorf("after the answer: %v, want the connection closed (EOF)", err)
+	}
+}
