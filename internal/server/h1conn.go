@@ -29,8 +29,8 @@ type h1Conn struct {
 	nc   net.Conn
 	tcp  *net.TCPConn    // nil when not TCP (then no sendfile or MSG_MORE)
 	raw  syscall.RawConn // for send(MSG_MORE)
-	br   *bufio.Reader
-	head []byte // the response head being built, reused
+	br   *bufio.Reader   // the head reader, nil while the read loop waits with nothing read (h1loop.go)
+	head []byte          // the response head being built, reused
 
 	base       *http.Request // carries the connection's context into each request
 	cancel     context.CancelFunc
@@ -107,6 +107,7 @@ func (c *h1Conn) serve(ctx context.Context) {
 		switch next {
 		case stepClose:
 			c.srv.closeConn(c) // the client went away, was too slow, or shutdown
+			c.releaseReader()
 			return
 		case stepHandOff:
 			c.handOff()
@@ -133,6 +134,10 @@ const (
 // advance answers the requests whose heads arrive, until it must wait for bytes (in
 // the read loop only; elsewhere reads wait) or the connection ends or changes hands.
 func (c *h1Conn) advance() connStep {
+	if c.br == nil {
+		c.br = c.srv.readers.Get().(*bufio.Reader)
+		c.br.Reset(c)
+	}
 	for {
 		if c.br.Buffered() == 0 {
 			c.idleDeadline()

@@ -39,6 +39,7 @@ type h1Listener struct {
 	wg        sync.WaitGroup // connection goroutines
 
 	exchanges sync.Pool    // *h1Exchange
+	readers   sync.Pool    // *bufio.Reader of h1HeadMax, lent while a head is read
 	served    atomic.Int64 // requests answered on the lean path
 	handedOff atomic.Int64 // connections handed to net/http
 
@@ -55,6 +56,7 @@ func newH1Listener(ctx context.Context, inner net.Listener, srv *http.Server, lo
 		idleTimeout: srv.IdleTimeout, headerTimeout: srv.ReadHeaderTimeout,
 		handoffs: make(chan net.Conn), done: make(chan struct{}), active: map[*h1Conn]struct{}{}}
 	l.exchanges.New = newExchange
+	l.readers.New = func() any { return bufio.NewReaderSize(nil, h1HeadMax) }
 	go l.acceptLoop(ctx)
 	return l
 }
@@ -75,7 +77,6 @@ func (l *h1Listener) acceptLoop(ctx context.Context) {
 		}
 		backoff = 0
 		c := &h1Conn{srv: l, nc: nc, remoteAddr: nc.RemoteAddr().String()}
-		c.br = bufio.NewReaderSize(c, h1HeadMax)
 		if tc, ok := nc.(*net.TCPConn); ok {
 			c.tcp = tc
 			c.raw, _ = tc.SyscallConn()

@@ -48,6 +48,7 @@ func (c *h1Conn) loopStep(fd uintptr) bool {
 	c.loopFd, c.inLoop, c.drained = fd, true, false // woken: there may be bytes
 	next := c.advance()
 	if next == stepWait {
+		c.releaseReader() // nothing read: no buffer held while waiting
 		return false
 	}
 	c.inLoop = false
@@ -88,3 +89,15 @@ func (c *h1Conn) readNow(p []byte) (int, error) {
 // mayStream reports requests whose answer may stream while it is made (a live
 // segment still being produced), so they are answered outside the read loop.
 func mayStream(path string) bool { return strings.HasPrefix(path, "/live/") }
+
+// releaseReader gives the head reader back to the listener's pool when it holds no
+// bytes, as nginx frees an idle keep-alive connection's buffer: a thousand idle
+// connections hold no 4 KiB buffers, and the next request read anywhere gets the
+// one used last, still in the processor's cache.
+func (c *h1Conn) releaseReader() {
+	if c.br != nil && c.br.Buffered() == 0 {
+		c.br.Reset(nil)
+		c.srv.readers.Put(c.br)
+		c.br = nil
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -194,5 +195,48 @@ func TestReadLoopCloseWhileAnswering(t *testing.T) {
 	}
 	if _, err := br.ReadByte(); err != io.EOF {
 		t.Errorf("after the answer: %v, want the connection closed (EOF)", err)
+	}
+}
+
+// An idle keep-alive connection holds no head buffer (as nginx frees an idle
+// connection's): the heap per idle lean connection, client side included, stays
+// under the 4 KiB such a buffer alone would take.
+func TestReadLoopIdleConnectionHoldsNoBuffer(t *testing.T) {
+	s, _ := testOrigin(t)
+	addr, lean := leanOrigin(t, s, 10*time.Second)
+	const n = 300
+	conns := make([]net.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	for range n {
+		c, err := net.Dial("tcp", addr)
+		must(t, err)
+		conns = append(conns, c)
+		_ = c.SetDeadline(time.Now().Add(guard))
+		_, err = io.WriteString(c, "GET /vod/clip/v1/1.m4s HTTP/1.1\r\nHost: a\r\n\r\n")
+		must(t, err)
+		resp, err := http.ReadResponse(bufio.NewReaderSize(c, 16), nil) // the client keeps no buffer either
+		must(t, err)
+		if b, _ := io.ReadAll(resp.Body); resp.StatusCode != 200 || !strings.Contains(string(b), "v1-seg1;") {
+			t.Fatalf("%d %.40q", resp.StatusCode, b)
+		}
+	}
+	if got := lean.served.Load(); got != n {
+		t.Fatalf("lean path answered %d of %d", got, n)
+	}
+	per := float64(heap()-before) / n
+	t.Logf("%.0f bytes of heap per idle lean connection (both ends)", per)
+	if per >= 4096 {
+		t.Errorf("%.0f bytes of heap per idle connection: a head buffer is kept while idle", per)
 	}
 }
