@@ -18,7 +18,9 @@ import (
 // yet). Inside one callback the note is kept: after an answer that left the socket
 // empty, the loop waits at once, and the poller wakes it when the next request comes
 // (edge-triggered: every arrival is an event). This is nginx's pattern of one read
-// per readiness event.
+// per readiness event. (A TCP read also ends short at urgent data, which no HTTP
+// client sends; one that did would stall only its own connection, until its header
+// or idle timeout closes it.)
 //
 // The callback holds the socket's read side, so nothing else may read it meanwhile:
 // requests whose answers may stream (live segments, whose client is watched by a
