@@ -16,6 +16,7 @@ type Asset struct {
 	desc   *media.Asset
 	stream *media.Stream
 	inits  map[string][]byte
+	paths  map[string][]string // track → its segments' file paths, joined once
 }
 
 // OpenAsset loads the asset packaged in dir. The asset is named after its folder (the
@@ -29,7 +30,7 @@ func OpenAsset(dir string) (*Asset, error) {
 	if !media.ValidName(name) {
 		return nil, fmt.Errorf("asset folder %q: the name must be 1–64 of [A-Za-z0-9._-]: %w", dir, media.ErrInvalidMedia)
 	}
-	a := &Asset{dir: dir, desc: desc, stream: desc.Stream(), inits: map[string][]byte{}}
+	a := &Asset{dir: dir, desc: desc, stream: desc.Stream(), inits: map[string][]byte{}, paths: map[string][]string{}}
 	a.stream.Name = name
 	for _, t := range desc.Tracks {
 		b, err := os.ReadFile(filepath.Join(dir, t.InitPath))
@@ -37,6 +38,13 @@ func OpenAsset(dir string) (*Asset, error) {
 			return nil, fmt.Errorf("asset %s track %s: %w", dir, t.ID, err)
 		}
 		a.inits[t.ID] = b
+	}
+	for _, t := range a.stream.Tracks {
+		ps := make([]string, len(t.Segments))
+		for i, s := range t.Segments {
+			ps[i] = filepath.Join(dir, s.Path) // once here, not per request
+		}
+		a.paths[t.ID] = ps
 	}
 	return a, nil
 }
@@ -69,6 +77,9 @@ func (a *Asset) SegmentFile(trackID string, n uint64) (media.SegmentRef, string,
 		return media.SegmentRef{}, "", fmt.Errorf("asset %q track %q has no segment %d: %w", a.stream.Name, trackID, n, media.ErrNotFound)
 	}
 	s := t.Segments[n-first]
+	if ps := a.paths[trackID]; int(n-first) < len(ps) {
+		return s, ps[n-first], nil
+	}
 	return s, filepath.Join(a.dir, s.Path), nil
 }
 

@@ -1,8 +1,10 @@
 package hub
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,14 +12,32 @@ import (
 
 // FileCache keeps packaged segment files open, the way nginx's open_file_cache does:
 // a request borrows an open descriptor, sends it with sendfile from the page cache
-// and returns it, with no open, fstat or close of its own. Segments of a packaged
-// asset never change, so there is nothing to invalidate. A descriptor serves one
+// and returns it, with no open, fstat or close of its own. A descriptor serves one
 // request at a time (sendfile moves its offset); a file keeps up to perFile of them.
+//
+// Segments of a packaged asset do not change while it is served, but a file can be
+// replaced on disk (packaged again, written by rename): as nginx's
+// open_file_cache_valid, the path is looked at again at most every validFor, and a
+// file that is no longer the one cached is dropped with its descriptors. Each answer
+// is one file throughout: a descriptor is checked to be the cached file when opened,
+// and one borrowed before a replacement still reads the old file whole.
 type FileCache struct {
-	maxOpen int64 // descriptors the cache may hold in all
-	open    atomic.Int64
-	m       sync.Map // path → *CachedFile
+	maxOpen  int64        // descriptors the cache may hold in all
+	validFor atomic.Int64 // nanoseconds between looks at a cached path
+	open     atomic.Int64
+	m        sync.Map // path → *CachedFile
 }
+
+// ErrReplaced says the file at a cached path is no longer the one cached: Get it
+// again.
+var ErrReplaced = errors.New("file replaced on disk since it was cached")
+
+// revalidateEvery is how often a cached path is looked at again (open_file_cache_valid).
+const revalidateEvery = time.Second
+
+// httpDate is HTTP's date format (net/http.TimeFormat), kept here so the hub does
+// not import net/http.
+const httpDate = "Mon, 02 Jan 2006 15:04:05 GMT"
 
 // perFile is how many idle descriptors a file keeps for concurrent requests.
 const perFile = 8
@@ -28,18 +48,48 @@ type CachedFile struct {
 	Size    int64
 	ModTime time.Time
 	ETag    string
+	// The header values of a whole-file answer (ETag, Last-Modified as an HTTP
+	// date, Content-Length), formatted once rather than per request. Shared: a
+	// caller puts them in a header map and never changes them in place.
+	ETagValue, LastModifiedValue, LengthValue []string
+
 	idle    chan *os.File
 	cache   *FileCache
+	info    os.FileInfo  // what Path named when cached: new descriptors must be it
+	checked atomic.Int64 // when Path was last looked at (Unix ns); 0: look now
+	retired atomic.Bool  // replaced in the cache: descriptors close when returned
 }
 
 // NewFileCache returns a cache that holds at most maxOpen descriptors (0 disables it).
-func NewFileCache(maxOpen int) *FileCache { return &FileCache{maxOpen: int64(maxOpen)} }
+func NewFileCache(maxOpen int) *FileCache {
+	c := &FileCache{maxOpen: int64(maxOpen)}
+	c.validFor.Store(int64(revalidateEvery))
+	return c
+}
 
-// Get returns the file at path with its validators, loading them once.
+// SetValidFor sets how often a cached path is looked at again (1 s by default; 0:
+// at every Get).
+func (c *FileCache) SetValidFor(d time.Duration) { c.validFor.Store(int64(d)) }
+
+// Get returns the file at path with its validators, loaded once and looked at again
+// at most every validFor.
 func (c *FileCache) Get(path string) (*CachedFile, error) {
 	if c != nil {
 		if v, ok := c.m.Load(path); ok {
-			return v.(*CachedFile), nil
+			f := v.(*CachedFile)
+			now := time.Now().UnixNano()
+			last := f.checked.Load()
+			if now-last < c.validFor.Load() || !f.checked.CompareAndSwap(last, now) {
+				return f, nil // looked at lately, or being looked at by another request
+			}
+			fi, err := os.Stat(path)
+			if err == nil && sameFile(f.info, fi) {
+				return f, nil
+			}
+			c.retire(path, f)
+			if err != nil {
+				return nil, err
+			}
 		}
 	}
 	fi, err := os.Stat(path)
@@ -47,7 +97,11 @@ func (c *FileCache) Get(path string) (*CachedFile, error) {
 		return nil, err
 	}
 	f := &CachedFile{Path: path, Size: fi.Size(), ModTime: fi.ModTime(),
-		ETag: fmt.Sprintf(`"%x-%x"`, fi.ModTime().Unix(), fi.Size()), idle: make(chan *os.File, perFile), cache: c}
+		ETag: fmt.Sprintf(`"%x-%x"`, fi.ModTime().Unix(), fi.Size()), idle: make(chan *os.File, perFile), cache: c, info: fi}
+	f.checked.Store(time.Now().UnixNano())
+	f.ETagValue = []string{f.ETag}
+	f.LastModifiedValue = []string{f.ModTime.UTC().Format(httpDate)}
+	f.LengthValue = []string{strconv.FormatInt(f.Size, 10)}
 	if c == nil {
 		return f, nil
 	}
@@ -65,11 +119,7 @@ func (f *CachedFile) Open() (*os.File, error) {
 		f.drop(fd)
 	default:
 	}
-	fd, err := os.Open(f.Path)
-	if err == nil && f.cache != nil {
-		f.cache.open.Add(1)
-	}
-	return fd, err
+	return f.openNew()
 }
 
 // OpenAt borrows a descriptor for reads at explicit offsets (sendfile or pread
@@ -81,19 +131,60 @@ func (f *CachedFile) OpenAt() (*os.File, error) {
 		return fd, nil
 	default:
 	}
+	return f.openNew()
+}
+
+// openNew opens Path, which must still be the cached file (ErrReplaced if not: its
+// size and validators would not describe the bytes).
+func (f *CachedFile) openNew() (*os.File, error) {
 	fd, err := os.Open(f.Path)
-	if err == nil && f.cache != nil {
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := fd.Stat(); err != nil || !sameFile(f.info, fi) {
+		fd.Close()
+		f.checked.Store(0) // the next Get looks at the path at once
+		return nil, fmt.Errorf("%s: %w", f.Path, ErrReplaced)
+	}
+	if f.cache != nil {
 		f.cache.open.Add(1)
 	}
-	return fd, err
+	return fd, nil
+}
+
+// sameFile reports whether b is still the file a describes, unchanged.
+func sameFile(a, b os.FileInfo) bool {
+	return a != nil && os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
+}
+
+// retire drops f from the cache and closes its idle descriptors; borrowed ones close
+// when returned.
+func (c *FileCache) retire(path string, f *CachedFile) {
+	c.m.CompareAndDelete(path, f)
+	f.retired.Store(true)
+	f.dropIdle()
+}
+
+func (f *CachedFile) dropIdle() {
+	for {
+		select {
+		case fd := <-f.idle:
+			f.drop(fd)
+		default:
+			return
+		}
+	}
 }
 
 // Release returns a borrowed descriptor, or closes it when the file or the cache
 // holds enough already.
 func (f *CachedFile) Release(fd *os.File) {
-	if f.cache != nil && f.cache.open.Load() <= f.cache.maxOpen {
+	if f.cache != nil && f.cache.open.Load() <= f.cache.maxOpen && !f.retired.Load() {
 		select {
 		case f.idle <- fd:
+			if f.retired.Load() {
+				f.dropIdle() // retired meanwhile: its drain may have missed this one
+			}
 			return
 		default:
 		}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -30,13 +29,14 @@ type h1Conn struct {
 	nc   net.Conn
 	tcp  *net.TCPConn    // nil when not TCP (then no sendfile or MSG_MORE)
 	raw  syscall.RawConn // for send(MSG_MORE)
-	br   *bufio.Reader
-	head []byte // the response head being built, reused
+	br   *bufio.Reader   // the head reader, nil while the read loop waits with nothing read (h1loop.go)
+	head []byte          // the response head being built, reused
 
 	base       *http.Request // carries the connection's context into each request
 	cancel     context.CancelFunc
 	remoteAddr string
-	state      int32 // connIdle or connActive, under srv.mu
+	lastHost   string // the Host of the last request, shared by the next with the same
+	state      int32  // connIdle or connActive, under srv.mu
 
 	// While a response streams (a live segment followed as it is made), a watcher
 	// reads the connection so the request's context ends when the client goes, as
@@ -45,7 +45,16 @@ type h1Conn struct {
 	watchDone chan struct{}
 	stash     []byte
 
-	idleAt time.Time // when the idle deadline was last set (zero: not in force)
+	idleAt    time.Time // when the idle deadline was last set (zero: not in force)
+	headTimed bool      // the header deadline is set for the head being read
+
+	// The read loop (h1loop.go): advance runs inside RawConn.Read's callback.
+	inLoop  bool     // in the callback: Read does not wait but says errWouldBlock
+	outside bool     // answering one request outside the loop
+	drained bool     // the last read left the socket empty: wait before reading
+	loopFd  uintptr  // the socket, while in the loop
+	loopEnd connStep // why the callback left the loop
+	loopFn  func(fd uintptr) bool
 
 	// Raw socket writes: their state and the callbacks RawConn.Write runs, made
 	// once per connection.
@@ -53,10 +62,6 @@ type h1Conn struct {
 	more                   []byte
 	moreErr                error
 	sendfileFn, sendMoreFn func(fd uintptr) bool
-	rd                     []byte
-	rn                     int
-	rerr                   error
-	readFn                 func(fd uintptr) bool
 }
 
 // h1Exchange is the state of one request and its response. Exchanges are pooled
@@ -93,38 +98,91 @@ func (c *h1Conn) serve(ctx context.Context) {
 	defer c.cancel()
 	c.base = (&http.Request{}).WithContext(ctx)
 	for {
+		var next connStep
+		if c.raw != nil && !c.outside {
+			next = c.readLoop()
+		} else {
+			next = c.advance()
+		}
+		switch next {
+		case stepClose:
+			c.srv.closeConn(c) // the client went away, was too slow, or shutdown
+			c.releaseReader()
+			return
+		case stepHandOff:
+			c.handOff()
+			return
+		case stepOutside:
+			c.outside = true
+		case stepLoop:
+			c.outside = false
+		}
+	}
+}
+
+// connStep is what the connection does once advance stops.
+type connStep int
+
+const (
+	stepWait    connStep = iota // no whole head is buffered: wait for the socket
+	stepClose                   // end the connection
+	stepHandOff                 // give the connection to net/http
+	stepOutside                 // answer the next request outside the read loop (it may stream)
+	stepLoop                    // back into the read loop after an answer outside it
+)
+
+// advance answers the requests whose heads arrive, until it must wait for bytes (in
+// the read loop only; elsewhere reads wait) or the connection ends or changes hands.
+func (c *h1Conn) advance() connStep {
+	if c.br == nil {
+		c.br = c.srv.readers.Get().(*bufio.Reader)
+		c.br.Reset(c)
+	}
+	for {
 		if c.br.Buffered() == 0 {
 			c.idleDeadline()
 			if _, err := c.br.Peek(1); err != nil {
-				c.srv.closeConn(c)
-				return
+				if err == errWouldBlock {
+					return stepWait
+				}
+				return stepClose
 			}
 		}
 		if !c.srv.setActive(c) {
-			c.srv.closeConn(c) // shutting down: no new request on this connection
-			return
+			return stepClose // shutting down: no new request on this connection
 		}
 		head, err := c.readHead()
-		if err != nil && !errors.Is(err, errHeadTooLong) {
-			c.srv.closeConn(c) // the client went away or was too slow (slowloris)
-			return
+		if err == errWouldBlock {
+			return stepWait
 		}
+		if err != nil && !errors.Is(err, errHeadTooLong) {
+			return stepClose // the client went away or was too slow (slowloris)
+		}
+		c.headTimed = false
 		x := c.srv.exchanges.Get().(*h1Exchange)
 		clear(x.reqHdr)
-		h := h1Head{header: x.reqHdr}
+		h := h1Head{header: x.reqHdr, prevHost: c.lastHost}
 		if err != nil || parseHead(head, &h) != nil || !leanRoute(h.path, h.query) {
 			c.srv.exchanges.Put(x)
-			c.handOff()
-			return
+			return stepHandOff
 		}
+		if c.inLoop && mayStream(h.path) {
+			c.srv.exchanges.Put(x)
+			return stepOutside // parsed again there: only live requests pay for it
+		}
+		c.lastHost = h.host
 		_, _ = c.br.Discard(len(head))
 		keep := c.serveRequest(&h, x)
 		c.srv.exchanges.Put(x)
 		if !keep {
-			c.srv.closeConn(c)
-			return
+			return stepClose
 		}
-		c.srv.setIdle(c)
+		if !c.srv.setIdle(c) {
+			return stepClose // shutting down
+		}
+		if c.outside {
+			return stepLoop
+		}
 	}
 }
 
@@ -136,53 +194,32 @@ func deadline(d time.Duration) time.Time {
 	return time.Now().Add(d)
 }
 
-// Read feeds the head reader: stashed bytes first, then the socket, read with a raw
-// system call as the writes are (a non-blocking read returns at once; the runtime's
-// poller waits when there is nothing).
+// Read feeds the head reader: stashed bytes first, then the socket, without waiting
+// inside the read loop (h1loop.go), else as net.Conn reads (a connection that is not
+// TCP; none while a request is answered outside the loop, whose head is buffered).
 func (c *h1Conn) Read(p []byte) (int, error) {
 	if len(c.stash) > 0 {
 		n := copy(p, c.stash)
 		c.stash = c.stash[n:]
 		return n, nil
 	}
-	if c.raw == nil || len(p) == 0 {
-		return c.nc.Read(p)
+	if c.inLoop {
+		return c.readNow(p)
 	}
-	c.rd, c.rn, c.rerr = p, 0, nil
-	if c.readFn == nil {
-		c.readFn = c.readStep
-	}
-	err := c.raw.Read(c.readFn)
-	c.rd = nil
-	if err != nil {
-		return 0, err
-	}
-	return c.rn, c.rerr
-}
-
-func (c *h1Conn) readStep(fd uintptr) bool {
-	for {
-		n, _, errno := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&c.rd[0])), uintptr(len(c.rd)))
-		switch {
-		case errno == unix.EINTR:
-			continue
-		case errno == unix.EAGAIN:
-			return false // nothing yet: the poller waits for more
-		case errno != 0:
-			c.rerr = errno
-		case n == 0:
-			c.rerr = io.EOF
-		default:
-			c.rn = int(n)
-		}
-		return true
-	}
+	return c.nc.Read(p)
 }
 
 // startWatch watches for the client going away while a response streams.
 func (c *h1Conn) startWatch() {
 	if c.watchDone != nil || c.br.Buffered() > 0 {
 		return // watching, or the next request is here already (the client is not gone)
+	}
+	if c.inLoop {
+		// The read loop holds the socket's read side, so a watcher's read would
+		// wait for it forever. Requests that stream are answered outside the loop
+		// (mayStream); one that streams anyway goes unwatched: its writes fail
+		// when the client has gone.
+		return
 	}
 	_ = c.nc.SetReadDeadline(time.Time{})
 	c.idleAt = time.Time{}
@@ -233,15 +270,17 @@ func (c *h1Conn) idleDeadline() {
 // with its first bytes needs no header deadline; one that did not gets the header
 // timeout from here (a slowloris client is cut off by it).
 func (c *h1Conn) readHead() ([]byte, error) {
-	from, timed := 0, false
+	from := 0
 	for {
 		buf, _ := c.br.Peek(c.br.Buffered())
 		if end := headEnd(buf, from); end > 0 {
 			return buf[:end], nil
 		}
-		if !timed {
+		if !c.headTimed {
+			// Once per head, also when the read loop comes back for its rest: a
+			// client that trickles bytes does not move the deadline.
 			_ = c.nc.SetReadDeadline(deadline(c.srv.headerTimeout))
-			c.idleAt, timed = time.Time{}, true // the idle deadline is no longer in force
+			c.idleAt, c.headTimed = time.Time{}, true // the idle deadline is no longer in force
 		}
 		from = max(len(buf)-3, 0)
 		if len(buf) >= h1HeadMax {
@@ -251,7 +290,7 @@ func (c *h1Conn) readHead() ([]byte, error) {
 			if errors.Is(err, bufio.ErrBufferFull) {
 				return nil, errHeadTooLong
 			}
-			return nil, err
+			return nil, err // errWouldBlock in the read loop: come back with more
 		}
 	}
 }

@@ -39,6 +39,7 @@ type h1Listener struct {
 	wg        sync.WaitGroup // connection goroutines
 
 	exchanges sync.Pool    // *h1Exchange
+	readers   sync.Pool    // *bufio.Reader of h1HeadMax, lent while a head is read
 	served    atomic.Int64 // requests answered on the lean path
 	handedOff atomic.Int64 // connections handed to net/http
 
@@ -55,6 +56,7 @@ func newH1Listener(ctx context.Context, inner net.Listener, srv *http.Server, lo
 		idleTimeout: srv.IdleTimeout, headerTimeout: srv.ReadHeaderTimeout,
 		handoffs: make(chan net.Conn), done: make(chan struct{}), active: map[*h1Conn]struct{}{}}
 	l.exchanges.New = newExchange
+	l.readers.New = func() any { return bufio.NewReaderSize(nil, h1HeadMax) }
 	go l.acceptLoop(ctx)
 	return l
 }
@@ -75,7 +77,6 @@ func (l *h1Listener) acceptLoop(ctx context.Context) {
 		}
 		backoff = 0
 		c := &h1Conn{srv: l, nc: nc, remoteAddr: nc.RemoteAddr().String()}
-		c.br = bufio.NewReaderSize(c, h1HeadMax)
 		if tc, ok := nc.(*net.TCPConn); ok {
 			c.tcp = tc
 			c.raw, _ = tc.SyscallConn()
@@ -110,12 +111,19 @@ func (l *h1Listener) Close() error {
 	l.closeOnce.Do(func() {
 		l.mu.Lock()
 		l.closed = true
+		var idle []*h1Conn
 		for c := range l.active {
 			if c.state == connIdle {
-				c.nc.Close()
+				idle = append(idle, c)
 			}
 		}
 		l.mu.Unlock()
+		// Closed without the lock: a socket's Close waits until its connection's
+		// goroutine lets go of it, and that goroutine may be about to take the lock
+		// (a request that came just now, in the read loop).
+		for _, c := range idle {
+			c.nc.Close()
+		}
 		close(l.done)
 		err = l.inner.Close()
 	})
@@ -132,10 +140,14 @@ func (l *h1Listener) wait(ctx context.Context) {
 	case <-done:
 	case <-ctx.Done():
 		l.mu.Lock()
+		active := make([]*h1Conn, 0, len(l.active))
 		for c := range l.active {
-			c.nc.Close()
+			active = append(active, c)
 		}
 		l.mu.Unlock()
+		for _, c := range active { // without the lock, as in Close
+			c.nc.Close()
+		}
 	}
 }
 
@@ -163,14 +175,14 @@ func (l *h1Listener) setActive(c *h1Conn) bool {
 	return !l.closed
 }
 
-func (l *h1Listener) setIdle(c *h1Conn) {
+// setIdle marks c as waiting for its next request, false once the listener is
+// closed (then the connection ends; its goroutine closes it outside the read loop,
+// since a socket's Close waits for the read loop to let go of it).
+func (l *h1Listener) setIdle(c *h1Conn) bool {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	c.state = connIdle
-	closed := l.closed
-	l.mu.Unlock()
-	if closed {
-		c.nc.Close() // the next Peek fails and the connection ends
-	}
+	return !l.closed
 }
 
 func (l *h1Listener) untrack(c *h1Conn) {

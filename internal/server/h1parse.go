@@ -23,6 +23,8 @@ type h1Head struct {
 	host   string
 	header http.Header
 	close  bool // Connection: close
+
+	prevHost string // the connection's last Host, reused when this one is the same
 }
 
 // errNotLean says a request head is not one the lean path serves: net/http takes it.
@@ -74,7 +76,11 @@ func parseHead(head []byte, h *h1Head) error {
 		switch key {
 		case "Host":
 			hosts++
-			h.host = string(v)
+			if string(v) == h.prevHost {
+				h.host = h.prevHost // no new string: a client sends one Host
+			} else {
+				h.host = string(v)
+			}
 			continue // net/http moves Host out of the header map into Request.Host
 		case "Content-Length", "Transfer-Encoding", "Expect", "Upgrade", "Http2-Settings", "Trailer":
 			return errNotLean // a body, a protocol switch or a continue: net/http's

@@ -379,7 +379,10 @@ func appendHeader(b []byte, h http.Header, skip map[string]bool) []byte {
 			b = append(b, k...)
 			b = append(b, ": "...)
 			start := len(b)
-			b = append(b, strings.TrimSpace(v)...)
+			if n := len(v); n > 0 && (v[0] <= ' ' || v[n-1] <= ' ') {
+				v = strings.TrimSpace(v) // rare: the values the origin sets are trimmed
+			}
+			b = append(b, v...)
 			for i := start; i < len(b); i++ {
 				if b[i] == '\r' || b[i] == '\n' {
 					b[i] = ' '

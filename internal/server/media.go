@@ -3,15 +3,18 @@ package server
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/streambed/streambed/internal/httperr"
+	"github.com/streambed/streambed/internal/hub"
 	"github.com/streambed/streambed/internal/layout"
 	"github.com/streambed/streambed/internal/manifest"
 	"github.com/streambed/streambed/internal/manifest/dash"
@@ -206,18 +209,9 @@ func (s *Server) handleVODTrack(w http.ResponseWriter, r *http.Request) {
 // serveFile serves a packaged segment file: a whole file with one sendfile from a
 // borrowed open descriptor; ranges, HEAD and conditional requests by http.ServeContent.
 func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, path string, kind media.Kind) {
-	cf, err := s.files.Get(path)
-	if err != nil {
-		httperr.Write(w, fmt.Errorf("segment file: %w", media.ErrNotFound))
-		return
-	}
 	fs, lean := w.(fileSender)
 	lean = lean && isPlainGet(r)
-	open := cf.Open
-	if lean {
-		open = cf.OpenAt // sendfile at an offset: no seek
-	}
-	fd, err := open()
+	cf, fd, err := s.openSegment(path, lean) // lean: sendfile at an offset, no seek
 	if err != nil {
 		httperr.Write(w, fmt.Errorf("segment file: %w", media.ErrNotFound))
 		return
@@ -225,12 +219,13 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, path string, 
 	defer cf.Release(fd)
 	h := w.Header()
 	h["Content-Type"] = contentTypeValues[kind == media.Audio]
-	h["Cache-Control"] = []string{s.segmentCache}
-	h["Etag"] = []string{cf.ETag}
+	h["Cache-Control"] = s.segmentCacheValue
+	h["Etag"] = cf.ETagValue
 	if isPlainGet(r) {
-		// The common case, a whole segment: no seeking, sniffing or range parsing.
-		h["Last-Modified"] = []string{cf.ModTime.UTC().Format(http.TimeFormat)}
-		h["Content-Length"] = []string{strconv.FormatInt(cf.Size, 10)}
+		// The common case, a whole segment: no seeking, sniffing or range parsing,
+		// and header values formatted once per file.
+		h["Last-Modified"] = cf.LastModifiedValue
+		h["Content-Length"] = cf.LengthValue
 		if lean {
 			if done, _ := fs.sendFile(fd, cf.Size); done {
 				return // sent, or the client went away
@@ -245,6 +240,28 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, path string, 
 		return
 	}
 	http.ServeContent(w, r, "", cf.ModTime, fd)
+}
+
+// openSegment borrows a descriptor of the segment file at path from the file cache,
+// for reads at offsets (at) or from the start; a file replaced on disk since it was
+// cached is cached again, once.
+func (s *Server) openSegment(path string, at bool) (*hub.CachedFile, *os.File, error) {
+	for try := 0; ; try++ {
+		cf, err := s.files.Get(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		var fd *os.File
+		if at {
+			fd, err = cf.OpenAt()
+		} else {
+			fd, err = cf.Open()
+		}
+		if errors.Is(err, hub.ErrReplaced) && try == 0 {
+			continue
+		}
+		return cf, fd, err
+	}
 }
 
 // contentTypeValues are the segment Content-Type header values (audio: true), shared

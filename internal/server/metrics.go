@@ -107,9 +107,9 @@ func (m *metrics) connState(_ net.Conn, state http.ConnState) {
 	}
 }
 
-// kindOf classifies a request path for the metrics' kind label.
-func kindOf(path string) string {
-	switch layout.Parse(path).Kind {
+// kindOf classifies a request path, parsed into res, for the metrics' kind label.
+func kindOf(res layout.Resource, path string) string {
+	switch res.Kind {
 	case layout.KindManifest, layout.KindPlaylist:
 		return "manifest"
 	case layout.KindInit:
@@ -130,31 +130,46 @@ func kindOf(path string) string {
 	return "page"
 }
 
-// streamOf returns "live/NAME" or "vod/NAME" for media paths, "" for others (so a
-// junk path cannot add a label).
-func streamOf(path string) string { return layout.Parse(path).StreamKey() }
+// streamKeyOf returns "live/NAME" or "vod/NAME" for media paths, "" for others (so a
+// junk path cannot add a label): res.StreamKey() for res parsed from path, without
+// allocating, as the key's bytes are the start of the path.
+func streamKeyOf(res layout.Resource, path string) string {
+	if res.Stream == "" {
+		return ""
+	}
+	n := len("/vod/")
+	if res.Live {
+		n = len("/live/")
+	}
+	if end := n + len(res.Stream); len(path) >= end && path[n:end] == res.Stream {
+		return path[1:end]
+	}
+	return res.StreamKey()
+}
 
 func (m *metrics) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
-		km := m.perKind[kindOf(r.URL.Path)]
+		path := r.URL.Path
+		res := layout.Parse(path) // once for the kind and the stream
+		kind := kindOf(res, path)
+		km := m.perKind[kind]
 		c, ok := km.byStatus.Load(rec.status)
 		if !ok {
-			c, _ = km.byStatus.LoadOrStore(rec.status, m.requests.WithLabelValues(kindOf(r.URL.Path), strconv.Itoa(rec.status)))
+			c, _ = km.byStatus.LoadOrStore(rec.status, m.requests.WithLabelValues(kind, strconv.Itoa(rec.status)))
 		}
 		c.(prometheus.Counter).Inc()
 		km.bytes.Add(float64(rec.bytes))
 		if rec.status < 400 {
-			m.sawViewer(r)
+			m.sawViewer(r, streamKeyOf(res, path))
 		}
 	})
 }
 
 // sawViewer notes that the request's client watches the stream in its path. The write
 // lock is taken at most about once a second per client and stream.
-func (m *metrics) sawViewer(r *http.Request) {
-	st := streamOf(r.URL.Path)
+func (m *metrics) sawViewer(r *http.Request, st string) {
 	if st == "" {
 		return
 	}

@@ -43,8 +43,9 @@ type Server struct {
 	endpoints  []advertised                      // transports' endpoints listed in /api/streams
 	components []component                       // transports' non-HTTP parts, run while serving
 
-	files        *hub.FileCache // packaged segment files kept open for sendfile
-	segmentCache string         // Cache-Control of segments and inits, formatted once
+	files             *hub.FileCache // packaged segment files kept open for sendfile
+	segmentCache      string         // Cache-Control of segments and inits, formatted once
+	segmentCacheValue []string       // the same as a shared header value (never changed in place)
 }
 
 // New returns a server for h. clock may be nil (time.Now).
@@ -56,6 +57,7 @@ func New(cfg Config, h *hub.Hub, log *slog.Logger, clock func() time.Time) *Serv
 		files:        hub.NewFileCache(cfg.Cache.OpenFiles),
 		segmentCache: fmt.Sprintf("public, max-age=%d, immutable", int(cfg.Cache.SegmentMaxAge.Seconds())),
 	}
+	s.segmentCacheValue = []string{s.segmentCache}
 	s.routes()
 	return s
 }
@@ -123,12 +125,19 @@ func (s *Server) Handler() http.Handler {
 	return s.metrics.wrap(cors(h))
 }
 
+// The CORS header values every answer carries, shared rather than made per request
+// (never changed in place).
+var (
+	corsAnyOrigin = []string{"*"}
+	corsExposed   = []string{"Content-Length, Content-Range, Date, ETag, Last-Modified"}
+)
+
 // cors lets players on other origins read manifests and segments, ranges included.
 func cors(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Access-Control-Allow-Origin", "*")
-		h.Set("Access-Control-Expose-Headers", "Content-Length, Content-Range, Date, ETag, Last-Modified")
+		h["Access-Control-Allow-Origin"] = corsAnyOrigin
+		h["Access-Control-Expose-Headers"] = corsExposed
 		if r.Method == http.MethodOptions {
 			h.Set("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
 			h.Set("Access-Control-Allow-Headers", "Range, If-None-Match, If-Modified-Since")
