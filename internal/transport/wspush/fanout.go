@@ -86,8 +86,9 @@ func (h *Handler) releaseFanout(fo *fanout) {
 // fanOutEligible says whether the session can be served by its channel's fan-out.
 func (s *session) fanOutEligible() bool {
 	_, live := s.src.(*hub.Channel)
-	_, tcp := s.net.(*net.TCPConn) // TLS and pipes write through their own layers
-	return fanWriteSupported && !s.opts.NoFanOut && live && tcp && s.raw != nil && s.guard != nil &&
+	// TLS and pipes write through their own layers; a plain TCP socket, bare or
+	// behind the lean HTTP/1.1 path's hand-off wrapper, is written directly.
+	return fanWriteSupported && !s.opts.NoFanOut && live && s.plainTCP && s.raw != nil && s.guard != nil &&
 		s.relay == nil && !s.adaptive && !s.start.Stats && !s.start.At.Position
 }
 
