@@ -59,9 +59,9 @@ type session struct {
 	// lean HTTP/1.1 path's hand-off to net/http), so the fan-out may write the
 	// socket directly. False for TLS.
 	plainTCP bool
-	src  hub.Stream      // a live channel or an on-demand asset
-	log  *slog.Logger
-	q    *outQueue
+	src      hub.Stream // a live channel or an on-demand asset
+	log      *slog.Logger
+	q        *outQueue
 
 	closeOnce   sync.Once
 	closed      chan struct{}
