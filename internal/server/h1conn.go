@@ -114,6 +114,9 @@ func (c *h1Conn) serve(ctx context.Context) {
 		h := h1Head{header: x.reqHdr}
 		if err != nil || parseHead(head, &h) != nil || !leanRoute(h.path, h.query) {
 			c.srv.exchanges.Put(x)
+			if err == nil && c.serveUpgrade(head) { // wspush2: WebSocket upgrades stay on the lean path (h1upgrade.go)
+				return
+			}
 			c.handOff()
 			return
 		}
