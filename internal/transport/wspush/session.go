@@ -100,6 +100,7 @@ type session struct {
 	vPos, aPos trackPos
 	due        []item
 	touched    bool
+	held       bool        // the policy holds the segment being sent (fanBegin)
 	closing    atomic.Bool // no new frames: the session is closing
 }
 
