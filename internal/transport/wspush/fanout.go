@@ -395,6 +395,9 @@ func (s *session) drain(held bool) {
 		held = false
 		it, ok := s.q.popDrain()
 		if !ok {
+			// The fan-out's non-blocking writev goes through the same descriptor,
+			// whose write deadline it would fail on once past: the drain's ends here.
+			_ = s.net.SetWriteDeadline(time.Time{})
 			s.guard.mu.Unlock()
 			return
 		}
