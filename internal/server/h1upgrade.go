@@ -124,6 +124,7 @@ func (c *h1Conn) serveUpgrade(head []byte) (taken bool) {
 			if !w.hijacked {
 				c.srv.closeConn(c)
 			}
+			taken = true // closed or the handler's: never handed on
 		}
 	}()
 	c.srv.served.Add(1)

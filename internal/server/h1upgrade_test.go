@@ -253,3 +253,24 @@ func FuzzParseUpgradeHead(f *testing.F) {
 		}
 	})
 }
+
+// TestLeanUpgradePanickingHandler: a handler that panics on an upgrade request
+// ends the connection quietly (as net/http does) and the connection is not handed
+// on to net/http afterwards.
+func TestLeanUpgradePanickingHandler(t *testing.T) {
+	s, _ := testOrigin(t)
+	s.Handle("GET /ws/panic", http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) }))
+	addr, l := leanOrigin(t, s, 5*time.Second)
+	c, err := net.Dial("tcp", addr)
+	must(t, err)
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	_, err = io.WriteString(c, handshake("GET", "/ws/panic", "HTTP/1.1", goodUpgrade...))
+	must(t, err)
+	if b, err := io.ReadAll(c); err != nil || len(b) != 0 {
+		t.Fatalf("read %q, %v; want the connection closed without an answer", b, err)
+	}
+	if n := l.handedOff.Load(); n != 0 {
+		t.Errorf("%d connections handed to net/http after the panic", n)
+	}
+}
