@@ -13,7 +13,7 @@
 # and writes the JSON of every step to OUT.
 #
 # Usage: sudo bench/ws-capacity-nginx.sh   (`make bench-ws-capacity-nginx`; env:
-#        CLIENTS="500,1000,2000,3000,4000" CPU_QUOTA=0.15 DURATION=20s
+#        CLIENTS="500,1000,2000,3000,4000" CPU_QUOTA=0.15 DURATION=20s RAMP=4s
 #        OUT=docs/results/wspush-capacity-nginx/DATE SB_TRANSPORTS=ws,http1)
 # Needs root (cgroups), nginx, taskset, curl, python3; about (steps × 3 × (DURATION + 10 s)).
 set -euo pipefail
@@ -22,6 +22,7 @@ BIN=${BIN:-bin/streambed}
 CLIENTS=${CLIENTS:-500,1000,2000,3000,4000}
 CPU_QUOTA=${CPU_QUOTA:-0.15}
 DURATION=${DURATION:-20s}
+RAMP=${RAMP:-4s} # client starts spread over this (a longer ramp measures the steady state rather than the set-up rate)
 OUT=${OUT:-docs/results/wspush-capacity-nginx/$(date -u +%Y-%m-%d)}
 ASSETS=${ASSETS:-.cache/bench/capacity-assets}
 SB_PORT=${SB_PORT:-18731}
@@ -79,7 +80,7 @@ sleep 4 # a few segments in the archive
 curl -sf "http://127.0.0.1:$NGX_PORT/live/seg/manifest.mpd" -o /dev/null || { echo "nginx does not answer:"; cat "$work/nginx-error.log"; exit 1; }
 echo "== origin pid $SB_PID, nginx pids $NGX_PIDS; each held to $CPU_QUOTA core on core 0; clients on core 1"
 
-common=(--tracks v180 --clients "$CLIENTS" --duration "$DURATION" --ramp 4s --pause 5s)
+common=(--tracks v180 --clients "$CLIENTS" --duration "$DURATION" --ramp "$RAMP" --pause 5s)
 cap_load streambed "http://127.0.0.1:$SB_PORT/live/seg/manifest.mpd" --transport "$SB_TRANSPORTS" "${common[@]}"
 cap_load nginx "http://127.0.0.1:$NGX_PORT/live/seg/manifest.mpd" --transport http1 "${common[@]}" --server-pids "$(echo $NGX_PIDS | tr ' ' ',')"
 

@@ -112,6 +112,8 @@ func (c *h1Conn) serve(ctx context.Context) {
 		case stepHandOff:
 			c.handOff()
 			return
+		case stepTaken:
+			return // its head reader went with it (Hijack) or it is closed
 		case stepOutside:
 			c.outside = true
 		case stepLoop:
@@ -129,6 +131,7 @@ const (
 	stepHandOff                 // give the connection to net/http
 	stepOutside                 // answer the next request outside the read loop (it may stream)
 	stepLoop                    // back into the read loop after an answer outside it
+	stepTaken                   // the connection is no longer the lean path's (a hijacked upgrade, or refused and closed)
 )
 
 // advance answers the requests whose heads arrive, until it must wait for bytes (in
@@ -164,6 +167,14 @@ func (c *h1Conn) advance() connStep {
 		h := h1Head{header: x.reqHdr, prevHost: c.lastHost}
 		if err != nil || parseHead(head, &h) != nil || !leanRoute(h.path, h.query) {
 			c.srv.exchanges.Put(x)
+			if err == nil && isUpgradeHead(head) { // wspush2: WebSocket upgrades stay on the lean path (h1upgrade.go)
+				if c.inLoop {
+					return stepOutside // the session hijacks the socket: not inside the read callback
+				}
+				if c.serveUpgrade(head) {
+					return stepTaken
+				}
+			}
 			return stepHandOff
 		}
 		if c.inLoop && mayStream(h.path) {

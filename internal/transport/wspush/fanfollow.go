@@ -23,43 +23,53 @@ func (s *session) posOf(t *media.Track) *trackPos {
 	return &s.vPos
 }
 
-// fanEvent is follower.event for a fan-out viewer at a fixed rung: the hub event
-// announces a chunk; what the queue dropped before it is read from the store; a
-// viewer that skips resumes at the next segment's keyframe. now is read once per
-// event, when needed.
+// fanEvent is follower.event for a fan-out viewer: the hub event announces a chunk
+// of the viewer's rung (its list membership); what the queue dropped before it is
+// read from the store; each new segment goes through the viewer's boundary (an
+// adaptive viewer's policy may switch rungs there, a stats viewer gets its adapt
+// report); a viewer that skips resumes at the next segment's keyframe. now is read
+// once per event, when needed.
 func (s *session) fanEvent(ev hub.Event, now *time.Time) error {
 	if s.other != nil && ev.Track == s.other.ID {
-		return s.fanOtherEvent(ev)
+		return s.fanOtherEvent(ev, now)
 	}
 	t := s.ladder[s.rung]
 	p := &s.vPos
 	if ev.Track != t.ID || ev.Number < p.seg {
 		return nil
 	}
+	if now.IsZero() && (ev.Number > p.seg || s.adaptive) {
+		*now = s.now()
+	}
 	if ev.Number > p.seg {
-		if now.IsZero() {
-			*now = s.now()
-		}
 		// The rest of the segment being sent and every segment between, from the
-		// store (see catchUpTo), then the new segment begins.
+		// store (see catchUpTo), each through its boundary, then the new segment
+		// begins.
 		if !s.skipping {
 			s.sendStored(t, p.seg, p.next, -1)
 		}
 		for m := p.seg + 1; m < ev.Number; m++ {
-			if s.skipping {
-				if err := s.endSkip(m, *now); err != nil {
-					return err
-				}
+			if err := s.fanBegin(m, *now); err != nil {
+				return err
 			}
-			if !s.sendStored(t, m, 0, -1) {
+			if s.skipping {
+				continue
+			}
+			if !s.sendStored(s.ladder[s.rung], m, 0, -1) {
 				s.beginSkip("hub queue overflow", true)
 			}
 		}
 		p.seg, p.next = ev.Number, 0
-		if s.skipping {
-			if err := s.endSkip(ev.Number, *now); err != nil {
-				return err
+		if err := s.fanBegin(ev.Number, *now); err != nil {
+			return err
+		}
+		if to := s.ladder[s.rung]; to != t {
+			// Switched: this event is the old rung's. The new rung's chunks of the
+			// segment stored so far go now, later ones come as its events.
+			if !s.skipping {
+				p.next = s.sendStoredFrom(to, ev.Number, 0)
 			}
+			return nil
 		}
 	}
 	if s.skipping {
@@ -77,20 +87,64 @@ func (s *session) fanEvent(ev hub.Event, now *time.Time) error {
 		s.beginSkip("hub queue overflow", true)
 		return nil
 	}
+	if s.adaptive {
+		s.observe(*now, false)
+	}
 	s.pushChunk(t, ev.Number, ev.Index, ev.Last, ev.Chunk)
 	p.next = ev.Index + 1
 	return nil
 }
 
+// fanBegin is follower.begin for a fan-out viewer: segment n is about to begin. The
+// boundary lets an adaptive policy pick the rung (a switch moves the viewer to the
+// new rung's list and queues the switch message and init) and queues a stats
+// viewer's adapt report; a hold drops the segment, and the segment after a hold or
+// a skip resumes.
+func (s *session) fanBegin(n uint64, now time.Time) error {
+	from := s.ladder[s.rung]
+	hold, err := s.boundary(n, now)
+	if err != nil {
+		return err
+	}
+	if to := s.ladder[s.rung]; to != from && s.fan != nil {
+		s.fan.move(s, from, to)
+	}
+	if hold {
+		s.held = true
+		s.beginSkip("policy: stopped until the output buffer drains", false)
+	} else if s.held || s.skipping {
+		s.held = false
+		return s.endSkip(n, now)
+	}
+	return nil
+}
+
+// sendStoredFrom queues the chunks of segment n of t stored so far from chunk from
+// on and returns the index of the next chunk to send.
+func (s *session) sendStoredFrom(t *media.Track, n uint64, from int) int {
+	c, ok := s.src.(*hub.Channel)
+	if !ok {
+		return from
+	}
+	seg, complete, err := c.Partial(t.ID, n)
+	if err != nil {
+		return from
+	}
+	for i := from; i < len(seg.Chunks); i++ {
+		s.pushChunk(t, n, i, complete && i == len(seg.Chunks)-1, seg.Chunks[i])
+	}
+	return max(from, len(seg.Chunks))
+}
+
 // fanOtherEvent is follower.otherEvent: the other track (audio) in its own segment
 // order, dropped while the video skips, resumed at its next segment.
-func (s *session) fanOtherEvent(ev hub.Event) error {
+func (s *session) fanOtherEvent(ev hub.Event, now *time.Time) error {
 	p := &s.aPos
 	if ev.Number < p.seg {
 		return nil
 	}
 	if ev.Number > p.seg {
-		if !s.skipping && !p.wait {
+		if !s.skipping && !s.held && !p.wait {
 			s.sendStoredUntil(s.other, p.seg, p.next, ev.Number)
 		}
 		p.seg, p.next, p.wait = ev.Number, 0, false
@@ -98,7 +152,7 @@ func (s *session) fanOtherEvent(ev hub.Event) error {
 	if ev.Chunk == nil {
 		return nil
 	}
-	if s.skipping || p.wait {
+	if s.skipping || s.held || p.wait {
 		p.wait = true
 		return nil
 	}
@@ -109,6 +163,12 @@ func (s *session) fanOtherEvent(ev hub.Event) error {
 		s.lost++
 		p.wait = true
 		return nil
+	}
+	if s.adaptive {
+		if now.IsZero() {
+			*now = s.now()
+		}
+		s.observe(*now, false)
 	}
 	s.pushChunk(s.other, ev.Number, ev.Index, ev.Last, ev.Chunk)
 	p.next = ev.Index + 1

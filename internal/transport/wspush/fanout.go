@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/streambed/streambed/internal/hub"
+	"github.com/streambed/streambed/internal/media"
 )
 
 // The live fan-out. Every viewer of a rendition receives the same bytes, so a live
@@ -24,8 +25,12 @@ import (
 // allocation per viewer per chunk: the session's goroutine sits in the socket's
 // read, waiting for the client's status messages or its close.
 //
-// Adaptive sessions (they observe their queue and TCP_INFO and decide per segment),
-// stats, relay, DVR positions, VOD and TLS keep the per-session path (live.go).
+// Adaptive viewers (they observe their queue and TCP_INFO and decide per segment)
+// and stats viewers are fan-out viewers too: a viewer is in the list of its current
+// rung, its policy decides at each of its segment boundaries in the loop (a switch
+// moves it to the new rung's list), and the loop samples adaptive viewers between
+// chunks as their own ticker did. Relay, DVR positions, VOD and TLS keep the
+// per-session path (live.go).
 
 // fanoutEventCapacity is the fan-out's hub queue; what overflows it is read from
 // the store per viewer, like a session's own queue (sendStored).
@@ -46,6 +51,7 @@ type fanout struct {
 	mu      sync.Mutex                       // taken before a session's guard, then its queue
 	viewers map[string]map[*session]struct{} // by track ID
 	touched []*session                       // viewers with frames due in this batch
+	sampled map[*session]struct{}            // adaptive viewers, observed every tick
 	ended   bool                             // the channel ended
 
 	// The writev of the viewer being written: the iovecs and frame headers are the
@@ -64,7 +70,7 @@ func (h *Handler) fanoutFor(c *hub.Channel) *fanout {
 	defer h.mu.Unlock()
 	fo := h.fanouts[c]
 	if fo == nil {
-		fo = &fanout{h: h, c: c, sub: c.Notify(fanoutEventCapacity), viewers: map[string]map[*session]struct{}{}}
+		fo = &fanout{h: h, c: c, sub: c.Notify(fanoutEventCapacity), viewers: map[string]map[*session]struct{}{}, sampled: map[*session]struct{}{}}
 		fo.writeFn = fo.writevFD
 		h.fanouts[c] = fo
 		go fo.run()
@@ -86,9 +92,10 @@ func (h *Handler) releaseFanout(fo *fanout) {
 // fanOutEligible says whether the session can be served by its channel's fan-out.
 func (s *session) fanOutEligible() bool {
 	_, live := s.src.(*hub.Channel)
-	_, tcp := s.net.(*net.TCPConn) // TLS and pipes write through their own layers
-	return fanWriteSupported && !s.opts.NoFanOut && live && tcp && s.raw != nil && s.guard != nil &&
-		s.relay == nil && !s.adaptive && !s.start.Stats && !s.start.At.Position
+	// TLS and pipes write through their own layers; a plain TCP socket, bare or
+	// behind the lean HTTP/1.1 path's hand-off wrapper, is written directly.
+	return fanWriteSupported && !s.opts.NoFanOut && live && s.plainTCP && s.raw != nil && s.guard != nil &&
+		s.relay == nil && !s.start.At.Position
 }
 
 // runFanOut serves a started session through its channel's fan-out: it joins (the
@@ -138,6 +145,7 @@ func (fo *fanout) join(s *session) error {
 		return err
 	}
 	s.vPos, s.aPos = trackPos{seg: n}, trackPos{seg: n}
+	s.first = false // segment n begins at its initial rung (follower.begin's first boundary)
 	// Catch up to the live edge from n, as followChannel does: the chunks stored so
 	// far; later ones come as events, and those already sent are dropped by index.
 	for _, tr := range s.tracksNow() {
@@ -165,6 +173,9 @@ func (fo *fanout) join(s *session) error {
 		}
 		vs[s] = struct{}{}
 	}
+	if s.adaptive {
+		fo.sampled[s] = struct{}{}
+	}
 	fo.h.fanned.Add(1)
 	fo.flush()
 	return nil
@@ -184,8 +195,20 @@ func (fo *fanout) remove(s *session) {
 	for _, vs := range fo.viewers {
 		delete(vs, s)
 	}
+	delete(fo.sampled, s)
 	s.fan = nil
 	s.dropDue()
+}
+
+// move puts a viewer that switched rungs into the new rung's list.
+func (fo *fanout) move(s *session, from, to *media.Track) {
+	delete(fo.viewers[from.ID], s)
+	vs := fo.viewers[to.ID]
+	if vs == nil {
+		vs = map[*session]struct{}{}
+		fo.viewers[to.ID] = vs
+	}
+	vs[s] = struct{}{}
 }
 
 // dropDue empties the frames due, keeping the slice for the next batch.
@@ -194,10 +217,20 @@ func (s *session) dropDue() {
 	s.due = s.due[:0]
 }
 
-// run takes the hub's events in batches until the subscription ends.
+// run takes the hub's events in batches until the subscription ends, and samples
+// the adaptive viewers between them.
 func (fo *fanout) run() {
+	tick := time.NewTicker(sampleEvery(fo.c.Info().SegmentDuration))
+	defer tick.Stop()
 	for {
-		ev, ok := <-fo.sub.C
+		var ev hub.Event
+		var ok bool
+		select {
+		case ev, ok = <-fo.sub.C:
+		case <-tick.C:
+			fo.sample()
+			continue
+		}
 		fo.mu.Lock()
 		for n := 0; ok; n++ {
 			fo.event(ev)
@@ -218,6 +251,20 @@ func (fo *fanout) run() {
 			return
 		}
 		fo.mu.Unlock()
+	}
+}
+
+// sample observes each adaptive viewer's output queue (and TCP_INFO, when its
+// policy asks, at most every tcpSampleEvery), as a session's own ticker did.
+func (fo *fanout) sample() {
+	fo.mu.Lock()
+	defer fo.mu.Unlock()
+	if len(fo.sampled) == 0 {
+		return
+	}
+	now := fo.c.Now()
+	for s := range fo.sampled {
+		s.observe(now, false)
 	}
 }
 
@@ -348,6 +395,9 @@ func (s *session) drain(held bool) {
 		held = false
 		it, ok := s.q.popDrain()
 		if !ok {
+			// The fan-out's non-blocking writev goes through the same descriptor,
+			// whose write deadline it would fail on once past: the drain's ends here.
+			_ = s.net.SetWriteDeadline(time.Time{})
 			s.guard.mu.Unlock()
 			return
 		}

@@ -308,3 +308,38 @@ func TestFanOutGathersFramesDueTogether(t *testing.T) {
 		}
 	}
 }
+
+// TestFanOutWritesAfterADrainPastWriteTimeout: a viewer whose socket filled once
+// (its drain set a write deadline) still gets the fan-out's writes after that
+// deadline has passed. The drain left the deadline in force, so the next
+// non-blocking writev failed on it and the session ended without a close frame
+// (28–39% of the one-frame-chunk load test's sessions ended so).
+func TestFanOutWritesAfterADrainPastWriteTimeout(t *testing.T) {
+	fo, ss, cs := loopViewers(t, 1, 4096)
+	fo.h.opts.WriteTimeout = 200 * time.Millisecond
+	big := bytes.Repeat([]byte{0xcd}, 200_000)
+	for k := range 3 {
+		fo.mu.Lock()
+		fo.event(hub.Event{Track: "v", Number: 7, Index: k, Chunk: &media.Chunk{Data: big, Duration: 3600}})
+		fo.flush()
+		fo.mu.Unlock()
+	}
+	if fo.h.ctr.handoffs.Load() == 0 {
+		t.Fatal("the socket took everything; the test needs a drain")
+	}
+	readFrames(t, cs[0], 3)
+	waitFor(t, 5*time.Second, "the drain to end", func() bool { return !ss[0].q.busy() })
+	time.Sleep(3 * fo.h.opts.WriteTimeout) // past the deadline a drain would have left
+	fo.mu.Lock()
+	fo.event(hub.Event{Track: "v", Number: 7, Index: 3, Chunk: &media.Chunk{Data: []byte("small"), Duration: 3600}})
+	fo.flush()
+	inFanOut := ss[0].fan == fo
+	fo.mu.Unlock()
+	if !inFanOut {
+		t.Fatal("the viewer was dropped from the fan-out after its drain's deadline passed")
+	}
+	_ = cs[0].SetReadDeadline(time.Now().Add(5 * time.Second))
+	if f := readFrames(t, cs[0], 1)[0]; f.Sequence != 3 || string(f.Payload) != "small" {
+		t.Fatalf("frame seq %d %q", f.Sequence, f.Payload)
+	}
+}

@@ -16,9 +16,17 @@ func (s *session) ticker() (<-chan time.Time, func()) {
 	if !s.adaptive {
 		return nil, func() {}
 	}
-	every := min(max(s.segDur/10, 20*time.Millisecond), 250*time.Millisecond)
-	t := time.NewTicker(every)
+	t := time.NewTicker(sampleEvery(s.segDur))
 	return t.C, t.Stop
+}
+
+// sampleEvery is how often an adaptive session's output buffer is observed between
+// chunks: a tenth of a segment, within 20–250 ms.
+func sampleEvery(segDur time.Duration) time.Duration {
+	if segDur <= 0 {
+		segDur = 2 * time.Second
+	}
+	return min(max(segDur/10, 20*time.Millisecond), 250*time.Millisecond)
 }
 
 // feedChannel streams a live channel: completed segments first when the client asked

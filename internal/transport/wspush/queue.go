@@ -82,6 +82,8 @@ func (q *outQueue) pop() (it item, ok bool) {
 
 func (q *outQueue) popLocked() (it item, ok bool) {
 	if q.head == len(q.items) {
+		// Empty; a skip (dropMedia) can leave it so with head not yet rewound.
+		q.items, q.head = q.items[:0], 0
 		return item{}, false
 	}
 	it = q.items[q.head]
@@ -195,7 +197,7 @@ func (q *outQueue) popDrain() (item, bool) {
 	if !ok {
 		q.drainer = false
 		if cap(q.items) > 64 {
-			q.items = nil // a viewer that once fell behind does not keep the room
+			q.items, q.head = nil, 0 // a viewer that once fell behind does not keep the room
 		}
 	}
 	return it, ok

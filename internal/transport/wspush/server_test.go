@@ -234,8 +234,7 @@ func TestUnknownStream(t *testing.T) {
 
 // TestShutdownCloses1001: the origin going away closes live sessions with 1001.
 func TestShutdownCloses1001(t *testing.T) {
-	// The default policy adapts (a session of its own); fixed is served by the
-	// channel's fan-out.
+	// The default policy adapts, fixed does not; the channel's fan-out serves both.
 	for _, policy := range []string{"", PolicyFixed} {
 		t.Run("policy="+policy, func(t *testing.T) {
 			o := newOrigin(t, 0, Options{})
@@ -246,8 +245,8 @@ func TestShutdownCloses1001(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitFor(t, 5*time.Second, "an active session", func() bool { return o.handler.Active() == 1 })
-			if fanned := o.handler.FanOutViewers() == 1; fanned != (policy == PolicyFixed) {
-				t.Fatalf("in the fan-out: %v, policy %q", fanned, policy)
+			if o.handler.FanOutViewers() != 1 {
+				t.Fatalf("not in the fan-out, policy %q", policy)
 			}
 			o.cancel()
 			ce, _ := readUntilClose(t, c, 8*time.Second)
@@ -363,6 +362,14 @@ func TestSwitchSendsInitFirst(t *testing.T) {
 // segment in progress at once, and with a limit under that burst a good reader whose
 // process was descheduled for a moment skipped (it failed beside stress-ng with 300 ms).
 func TestSlowReaderSkipsThenCloses(t *testing.T) {
+	// The good reader at a fixed rung, and adaptive with stats (as the browser page):
+	// both share the fan-out loop with the slow one.
+	for _, good := range []Start{{Policy: PolicyFixed}, {Policy: PolicyBuffer, Stats: true}} {
+		t.Run("good="+good.Policy, func(t *testing.T) { slowReaderSkipsThenCloses(t, good) })
+	}
+}
+
+func slowReaderSkipsThenCloses(t *testing.T, goodStart Start) {
 	o := newOrigin(t, 40*time.Millisecond, Options{QueueLimit: 3 * time.Second, MaxSkips: 1, NotSentLowat: 4 << 10})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -374,12 +381,12 @@ func TestSlowReaderSkipsThenCloses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer slow.CloseNow()
-	good, err := Dial(ctx, o.wsURL("/ws/live"), DialOptions{Start: Start{Policy: PolicyFixed}})
+	good, err := Dial(ctx, o.wsURL("/ws/live"), DialOptions{Start: goodStart})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer good.CloseNow()
-	// Both are fixed-rung live viewers over plain TCP: the channel's fan-out serves them.
+	// Both are live viewers over plain TCP: the channel's fan-out serves them.
 	waitFor(t, 5*time.Second, "both sessions in the fan-out", func() bool { return o.handler.FanOutViewers() == 2 })
 	next := map[uint8]uint64{}
 	started := map[uint8]bool{}

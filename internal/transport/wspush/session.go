@@ -2,6 +2,7 @@ package wspush
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,9 +54,14 @@ type session struct {
 	conn *websocket.Conn
 	net  net.Conn        // the hijacked connection (nil if unknown)
 	raw  syscall.RawConn // its socket, for TCP_INFO (nil if not TCP)
-	src  hub.Stream      // a live channel or an on-demand asset
-	log  *slog.Logger
-	q    *outQueue
+	// plainTCP: bytes written to net reach the TCP socket unchanged (a bare
+	// *net.TCPConn, or a wrapper that only replays bytes read ahead, such as the
+	// lean HTTP/1.1 path's hand-off to net/http), so the fan-out may write the
+	// socket directly. False for TLS.
+	plainTCP bool
+	src      hub.Stream // a live channel or an on-demand asset
+	log      *slog.Logger
+	q        *outQueue
 
 	closeOnce   sync.Once
 	closed      chan struct{}
@@ -94,6 +100,7 @@ type session struct {
 	vPos, aPos trackPos
 	due        []item
 	touched    bool
+	held       bool        // the policy holds the segment being sent (fanBegin)
 	closing    atomic.Bool // no new frames: the session is closing
 }
 
@@ -101,13 +108,15 @@ func newSession(h *Handler, conn *websocket.Conn, nc net.Conn, src hub.Stream) *
 	s := &session{h: h, opts: &h.opts, conn: conn, net: nc, src: src, q: newOutQueue(), closed: make(chan struct{}), first: true}
 	s.log = h.opts.Logger.With("stream", src.Info().Name)
 	under := nc
-	if tc, ok := nc.(interface{ NetConn() net.Conn }); ok { // TLS: the TCP socket beneath
+	if tc, ok := nc.(interface{ NetConn() net.Conn }); ok { // TLS, a hand-off wrapper: the TCP socket beneath
 		under = tc.NetConn()
 	}
 	if tc, ok := under.(*net.TCPConn); ok {
 		if rc, err := tc.SyscallConn(); err == nil {
 			s.raw = rc
 		}
+		_, isTLS := nc.(*tls.Conn)
+		s.plainTCP = !isTLS
 	}
 	return s
 }
