@@ -64,9 +64,10 @@ func goodput(rate float64) float64 { return rate * 1448 / 1500 }
 // request with its number), with ParS over n connections, pipelined or one segment at
 // a time (serial), fresh connections kept open across segments, until budget has passed.
 // The ranges' traces go to traceFile (CSV) unless it is "".
-func parsCell(ctx context.Context, l *lab, urls []string, nums []uint64, n int, budget time.Duration, serial bool, streams int, proto httppull.Protocol, traceFile string) (m map[string]any, samples []pars.Sample, count int, err error) {
+func parsCell(ctx context.Context, l *lab, urls []string, nums []uint64, n int, budget time.Duration, v parsVariant, traceFile string) (m map[string]any, samples []pars.Sample, count int, err error) {
 	tr := &traces{}
-	c, err := pars.New(pars.Options{Connections: n, NoPipeline: serial, ConnOptions: laneOptions(l, streams, proto), Trace: tr.add})
+	serial := v.serial
+	c, err := pars.New(pars.Options{Connections: n, NoPipeline: v.serial, RangesPerConnection: v.ranges, ConnOptions: laneOptions(l, v.streams, v.proto), Trace: tr.add})
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -119,6 +120,7 @@ type parsVariant struct {
 	serial  bool // one segment at a time (no pipelining)
 	streams int  // requests per connection at once
 	proto   httppull.Protocol
+	ranges  int // ranges per connection and segment
 }
 
 // parsVariants: ParS as the client does it by default (pipelined, HTTP/1.1), with
@@ -129,6 +131,12 @@ func parsVariants(o options) []parsVariant {
 	if o.streams > 1 {
 		vs = append(vs, parsVariant{name: fmt.Sprintf("pars-h1x%d", o.streams), streams: o.streams, proto: httppull.HTTP1},
 			parsVariant{name: fmt.Sprintf("pars-h2x%d", o.streams), streams: o.streams, proto: httppull.H2C})
+	}
+	if o.rangesPerConn > 1 {
+		vs = append(vs, parsVariant{name: fmt.Sprintf("pars-r%d", o.rangesPerConn), streams: 1, ranges: o.rangesPerConn})
+		if o.streams > 1 {
+			vs = append(vs, parsVariant{name: fmt.Sprintf("pars-h1x%d-r%d", o.streams, o.rangesPerConn), streams: o.streams, proto: httppull.HTTP1, ranges: o.rangesPerConn})
+		}
 	}
 	if o.serial {
 		vs = append(vs, parsVariant{name: "pars-serial", serial: true, streams: 1})
@@ -272,7 +280,7 @@ func throughputAndModel(ctx context.Context, l *lab, o options, meta func(string
 					if err := ctx.Err(); err != nil {
 						return nil, nil, err
 					}
-					client, serial, streams := v.name, v.serial, v.streams
+					client, serial := v.name, v.serial
 					traceFile := ""
 					if o.parts["throughput"] && !serial {
 						traceFile = filepath.Join(o.out, "pars-throughput", "traces", fmt.Sprintf("rep%d-%s-%s-n%d.csv", rep, c.Name, client, n))
@@ -280,7 +288,7 @@ func throughputAndModel(ctx context.Context, l *lab, o options, meta func(string
 					cell := experiment.Cell{"condition": c.Name, "client": client, "connections": strconv.Itoa(n)}
 					run := experiment.Run{Key: thr.Scenario.Key(cell), Cell: cell, Rep: rep}
 					t0 := time.Now()
-					m, s, k, err := parsCell(ctx, l, urls, nums, n, o.budget, serial, streams, v.proto, traceFile)
+					m, s, k, err := parsCell(ctx, l, urls, nums, n, o.budget, v, traceFile)
 					run.Seconds = time.Since(t0).Seconds()
 					if err != nil {
 						run.Error = err.Error()

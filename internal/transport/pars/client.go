@@ -49,6 +49,12 @@ type Options struct {
 	// with one, a connection that finished its range of the next segment while the
 	// current one's slowest range was still running had nothing to do.
 	Ahead int
+	// RangesPerConnection cuts each pipelined segment into this many ranges per
+	// connection (1): the connections take them from the queue as they become free,
+	// so a slow connection holds a smaller share of the segment. Pays off where the
+	// next range's request does not cost a round trip (Streams > 1). With a fixed N
+	// only: the estimator's samples need one range per connection.
+	RangesPerConnection int
 	// Trace, if set, is told what each unit of a pipelined segment did on its
 	// connection (trace.go), from the connection's goroutine.
 	Trace func(UnitTrace)

@@ -346,3 +346,39 @@ func TestPipeConnBrokenResponse(t *testing.T) {
 		t.Fatalf("after the break: %q, %v", b, err)
 	}
 }
+
+// TestRangesPerConnection: with two ranges per connection each segment is asked for
+// as 2·N ranges, spread over at most N connections with at most
+// two requests outstanding on each, and reassembled byte for byte.
+func TestRangesPerConnection(t *testing.T) {
+	sizes := []int{300_000, 300_001, 299_999, 250_000, 400_000}
+	o := newRawOrigin(t, sizes...)
+	c := pipelinedClient(t, 2, 2, func(o *Options) { o.RangesPerConnection = 2 })
+	for i := range sizes {
+		if got := fetchRaw(t, c, o, i+1); !bytes.Equal(got, o.files[fmt.Sprintf("/vod/a/v/%d.m4s", i+1)]) {
+			t.Fatalf("segment %d: %d bytes, not the resource", i+1, len(got))
+		}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	perSeg := map[string]int{}
+	for _, r := range o.reqs {
+		f := strings.Fields(r)
+		if len(f) == 3 && strings.HasSuffix(f[1], ".m4s") {
+			perSeg[f[1]]++
+		}
+	}
+	for i := range sizes {
+		if got := perSeg[fmt.Sprintf("/vod/a/v/%d.m4s", i+1)]; got != 4 {
+			t.Errorf("segment %d: %d range requests, want 4", i+1, got)
+		}
+	}
+	for conn, m := range o.maxOut {
+		if m > 2 {
+			t.Errorf("connection %d had %d requests outstanding", conn, m)
+		}
+	}
+	if o.conns > 3 { // N + the index request's
+		t.Errorf("%d connections", o.conns)
+	}
+}

@@ -90,7 +90,11 @@ func (c *Client) newJob(u string, num uint64, n int, size int64) *segJob {
 	ctx, cancel := context.WithCancel(c.life)
 	j := &segJob{u: u, num: num, n: n, size: size, ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	if n > 1 && size > 0 {
-		if rs := Split(size, n, c.opts.MinRange); len(rs) > 1 {
+		units := n
+		if c.est == nil && c.opts.RangesPerConnection > 1 {
+			units = n * c.opts.RangesPerConnection
+		}
+		if rs := Split(size, units, c.opts.MinRange); len(rs) > 1 {
 			j.ranges = rs // j.buf is made when the first range starts
 			j.sf = &segFetch{size: size, cancels: make([]context.CancelFunc, len(rs))}
 			j.ctxs = make([]context.Context, len(rs))
