@@ -123,9 +123,11 @@ type parsVariant struct {
 	ranges  int // ranges per connection and segment
 }
 
-// parsVariants: ParS as the client does it by default (pipelined, HTTP/1.1), with
-// -streams N each connection carrying N requests over h2c (pars-h2xN), and with
-// -serial one segment at a time as before pipelining (pars-serial).
+// parsVariants: ParS as the client does it by default (pipelined, HTTP/1.1); with
+// -streams S each connection carrying S requests, pipelined over HTTP/1.1 (pars-h1xS)
+// and over h2c (pars-h2xS); with -ranges-per-conn R, R ranges per connection and
+// segment (pars-rR, and pars-h1xS-rR with -streams); -clients keeps some of these;
+// with -serial one segment at a time as before pipelining (pars-serial).
 func parsVariants(o options) []parsVariant {
 	vs := []parsVariant{{name: "pars", streams: 1}}
 	if o.streams > 1 {
@@ -137,6 +139,15 @@ func parsVariants(o options) []parsVariant {
 		if o.streams > 1 {
 			vs = append(vs, parsVariant{name: fmt.Sprintf("pars-h1x%d-r%d", o.streams, o.rangesPerConn), streams: o.streams, proto: httppull.HTTP1, ranges: o.rangesPerConn})
 		}
+	}
+	if o.clients != "" { // only the variants asked for
+		keep := vs[:0]
+		for _, v := range vs {
+			if slices.Contains(strings.Split(o.clients, ","), v.name) {
+				keep = append(keep, v)
+			}
+		}
+		vs = keep
 	}
 	if o.serial {
 		vs = append(vs, parsVariant{name: "pars-serial", serial: true, streams: 1})
