@@ -561,7 +561,7 @@ func startup(ctx context.Context, l *lab, o options, r *experiment.Results) (*ex
 						}
 						f, closeF = p, p.Close
 					} else {
-						c, err := pars.New(pars.Options{Connections: n, NoPipeline: mode == "pars-serial", ConnOptions: laneOptions(l, streams[mode].streams, streams[mode].proto)})
+						c, err := pars.New(pars.Options{Connections: n, NoPipeline: mode == "pars-serial", RangesPerConnection: streams[mode].ranges, ConnOptions: laneOptions(l, streams[mode].streams, streams[mode].proto)})
 						if err != nil {
 							return nil, err
 						}

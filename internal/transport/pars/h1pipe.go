@@ -108,6 +108,12 @@ func (p *pipeConn) Do(req *http.Request) (*http.Response, error) {
 	}
 	stop := context.AfterFunc(ctx, func() { l.breakWith(ctx.Err()) }) // unblocks a read
 	resp, err := http.ReadResponse(l.br, req)
+	for err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+		resp, err = http.ReadResponse(l.br, req) // an interim answer: the final one follows
+	}
+	if err == nil && resp.StatusCode == http.StatusSwitchingProtocols {
+		err = errors.New("the server switched protocols")
+	}
 	if err != nil {
 		stop()
 		if c := ctx.Err(); c != nil {

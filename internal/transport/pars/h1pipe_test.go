@@ -382,3 +382,45 @@ func TestRangesPerConnection(t *testing.T) {
 		t.Errorf("%d connections", o.conns)
 	}
 }
+
+// TestPipeConnInterimResponse: an interim 1xx answer before a final one is skipped,
+// so the responses still pair with their requests in order.
+func TestPipeConnInterimResponse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		br := bufio.NewReader(c)
+		for _, answer := range []string{
+			"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirst",
+			"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nsecond",
+		} {
+			if _, err := http.ReadRequest(br); err != nil {
+				return
+			}
+			io.WriteString(c, answer)
+		}
+		io.Copy(io.Discard, br)
+	}()
+	p := newPipeConn(ConnOptions{}.withDefaults(), 2)
+	defer p.Close()
+	for _, want := range []string{"first", "second"} {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+ln.Addr().String()+"/x", nil)
+		resp, err := p.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || string(b) != want {
+			t.Fatalf("%s %q %v, want 200 %q", resp.Status, b, err, want)
+		}
+	}
+}
