@@ -85,13 +85,16 @@ type segJob struct {
 func (j *segJob) units() int { return max(len(j.ranges), 1) }
 
 // newJob prepares segment u (number num) for n connections; size < 0 or n == 1
-// fetches it whole.
-func (c *Client) newJob(u string, num uint64, n int, size int64) *segJob {
+// fetches it whole. first marks a rendition's first segment (start-up), which gets
+// one range per connection whatever RangesPerConnection says: its connections are
+// new, their round trip is not known yet, so a second range each would cost a round
+// trip (the lab measured start-up 20–60 ms later with two).
+func (c *Client) newJob(u string, num uint64, n int, size int64, first bool) *segJob {
 	ctx, cancel := context.WithCancel(c.life)
 	j := &segJob{u: u, num: num, n: n, size: size, ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	if n > 1 && size > 0 {
 		units := n
-		if c.est == nil && c.opts.RangesPerConnection > 1 {
+		if c.est == nil && c.opts.RangesPerConnection > 1 && !first {
 			units = n * c.opts.RangesPerConnection
 		}
 		if rs := Split(size, units, c.opts.MinRange); len(rs) > 1 {
@@ -172,7 +175,7 @@ func (c *Client) fetchPipelined(ctx context.Context, req player.SegmentRequest, 
 				return nil, Sample{}, true, err
 			}
 		}
-		j = c.newJob(req.URL, req.Number, n, size)
+		j = c.newJob(req.URL, req.Number, n, size, first)
 		if size < 0 && !first {
 			// So that the next segments' sizes are known; not before the first
 			// segment, which is fetched alone anyway (start-up).
@@ -205,7 +208,7 @@ func (c *Client) fetchPipelined(ctx context.Context, req player.SegmentRequest, 
 		if whole {
 			size = -1
 		}
-		a := c.newJob(nu, req.Number+k, n, size)
+		a := c.newJob(nu, req.Number+k, n, size, false)
 		a.ahead = true
 		ahead = append(ahead, a)
 	}
