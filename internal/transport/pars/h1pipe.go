@@ -2,6 +2,7 @@ package pars
 
 import (
 	"bufio"
+	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -289,6 +291,7 @@ func (p *pipeConn) Fetch(ctx context.Context, req player.SegmentRequest) (*playe
 		return nil, err
 	}
 	hreq.Header.Set("User-Agent", p.o.UserAgent)
+	hreq.Header.Set("Accept-Encoding", "gzip") // as net/http's client asks: the origin compresses manifests
 	r0, w0 := p.WireBytes()
 	start := time.Now()
 	resp, err := p.Do(hreq)
@@ -302,14 +305,23 @@ func (p *pipeConn) Fetch(ctx context.Context, req player.SegmentRequest) (*playe
 		return nil, httppull.StatusError(req.URL, resp)
 	}
 	out := &player.Response{Start: start, FirstByte: first, Protocol: resp.Proto}
+	var body io.Reader = resp.Body
+	if strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
+		zr, err := gzip.NewReader(resp.Body)
+		if err != nil {
+			return nil, fmt.Errorf("GET %s: gzip: %w", req.URL, err)
+		}
+		defer io.Copy(io.Discard, resp.Body) // to its end, so the connection stays usable
+		body = zr
+	}
 	if req.KeepBody {
-		out.Body, err = io.ReadAll(io.LimitReader(resp.Body, p.o.MaxSegmentBytes+1))
+		out.Body, err = io.ReadAll(io.LimitReader(body, p.o.MaxSegmentBytes+1))
 		out.PayloadBytes = int64(len(out.Body))
 		if err == nil && out.PayloadBytes > p.o.MaxSegmentBytes {
 			err = fmt.Errorf("body larger than %d bytes", p.o.MaxSegmentBytes)
 		}
 	} else {
-		out.PayloadBytes, err = io.Copy(io.Discard, resp.Body)
+		out.PayloadBytes, err = io.Copy(io.Discard, body)
 	}
 	out.End = time.Now()
 	if err != nil {

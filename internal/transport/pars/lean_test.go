@@ -88,6 +88,32 @@ func TestLeanOriginAnswersPipelinedRanges(t *testing.T) {
 	}
 
 	c := pipelinedClient(t, 4, 2, func(o *Options) { o.MinRange = 1024 })
+	// The manifest over a pipelined connection (asked with gzip, which the origin
+	// compresses) is the manifest net/http's client gets.
+	mpd := base + "/vod/" + a.Info().Name + "/manifest.mpd"
+	got, err := c.Fetch(context.Background(), player.SegmentRequest{Kind: player.RequestManifest, URL: mpd, KeepBody: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zreq, _ := http.NewRequest(http.MethodGet, mpd, nil)
+	zreq.Header.Set("Accept-Encoding", "gzip")
+	zresp, err := (&http.Transport{DisableCompression: true}).RoundTrip(zreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zresp.Body.Close()
+	if zresp.Header.Get("Content-Encoding") != "gzip" {
+		t.Fatalf("the origin did not compress the manifest (%q): this check needs it", zresp.Header.Get("Content-Encoding"))
+	}
+	plain, err := http.Get(mpd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := io.ReadAll(plain.Body)
+	plain.Body.Close()
+	if !bytes.Equal(got.Body, want) || len(want) == 0 || got.PayloadBytes != int64(len(want)) {
+		t.Fatalf("manifest over the pipelined connection: %d bytes, want %d", len(got.Body), len(want))
+	}
 	for _, sg := range tr.Segments {
 		u := base + "/vod/" + a.Info().Name + "/" + tr.ID + "/" + filepath.Base(sg.Path)
 		resp, err := c.Fetch(context.Background(), player.SegmentRequest{Kind: player.RequestMedia, URL: u, Number: sg.Number, KeepBody: true})
