@@ -103,7 +103,7 @@ func newParSTransport(name string, o playTransportOptions) (*playTransport, erro
 	conn := pars.ConnOptions{Insecure: o.Insecure}
 	ranges := 0
 	if o.ParSPipeline && name == "pars" {
-		conn.Streams, ranges = 2, 2 // docs/results/pars.md: 85% of a lossy link at N = 4, against 79%
+		conn.Streams, ranges = 2, 2 // docs/results/pars.md: 82–85% of a lossy link at N = 4, against 79–80%
 	}
 	spec := o.Connections
 	if spec == "" {
