@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -123,6 +124,23 @@ func upLab(ctx context.Context, dirs map[time.Duration]string, named map[string]
 	go l.origin.Serve(ln)
 	l.base = fmt.Sprintf("http://%s:%d", nw.Server(), port)
 	return l, nil
+}
+
+// setSlowStartAfterIdle sets net.ipv4.tcp_slow_start_after_idle in the origin's
+// namespace (the sender's setting: 1, the default, collapses the window of a
+// connection idle for longer than its retransmission timeout) and reads it back.
+func (l *lab) setSlowStartAfterIdle(v int) error {
+	const knob = "/proc/sys/net/ipv4/tcp_slow_start_after_idle"
+	return l.nw.Do("server", func() error {
+		if err := os.WriteFile(knob, []byte(strconv.Itoa(v)), 0o644); err != nil {
+			return fmt.Errorf("tcp_slow_start_after_idle: %w", err)
+		}
+		b, err := os.ReadFile(knob)
+		if err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(v) {
+			return fmt.Errorf("tcp_slow_start_after_idle reads %q after writing %d (%v)", b, v, err)
+		}
+		return nil
+	})
 }
 
 func (l *lab) close() {

@@ -46,6 +46,9 @@ type options struct {
 	conns          []int        // N of the throughput and model cells
 	ariaN          map[int]bool // N at which aria2c runs beside ParS
 	serial         bool         // also ParS without pipelining (pars-serial), for A/B in the same run
+	ssai           int          // tcp_slow_start_after_idle in the origin's namespace, -1 unchanged
+	rangesPerConn  int          // > 1: also ParS with this many ranges per connection (pars-rR, pars-h1xS-rR)
+	clients        string       // comma-separated ParS variants to keep (default: all that the flags make)
 	startupN       []int
 	small          bool // start-up also with the small first segment (360p, 1 s)
 	streams        int  // ParS requests per connection at once (2: h2c on each connection)
@@ -69,6 +72,9 @@ func main() {
 	flag.StringVar(&conns, "connections", "1,2,4,8", "N of the throughput and model cells")
 	flag.StringVar(&ariaN, "aria", "", "N at which aria2c -x N runs beside ParS (default: every -connections)")
 	flag.IntVar(&o.streams, "streams", 1, "ParS: requests per connection at once; 2 speaks h2c on each of the N connections (pipelining within a connection)")
+	flag.IntVar(&o.ssai, "slow-start-after-idle", -1, "net.ipv4.tcp_slow_start_after_idle in the origin's namespace (0 or 1; -1 leaves the kernel's default, 1): 0 keeps a connection's window across idle gaps, as an origin may set it")
+	flag.IntVar(&o.rangesPerConn, "ranges-per-conn", 1, "> 1: also run ParS cutting each segment into this many ranges per connection (pars-rR; with -streams S also pipelined HTTP/1.1, pars-h1xS-rR)")
+	flag.StringVar(&o.clients, "clients", "", "keep only these ParS variants (comma-separated, e.g. pars,pars-h1x2,pars-h1x2-r2; pars-serial is kept by -serial)")
 	flag.BoolVar(&o.serial, "serial", true, "also run ParS without pipelining (client pars-serial) in the same run")
 	flag.StringVar(&startupN, "startup-connections", "1,2,4,8", "N of the start-up cells")
 	flag.BoolVar(&o.small, "startup-small", true, "start-up also with a small first segment: 360p at 800 kbit/s in 1 s segments")
@@ -187,6 +193,11 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer l.close()
+	if o.ssai >= 0 {
+		if err := l.setSlowStartAfterIdle(o.ssai); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(o.progress, "network: %s backend (%s); origin at %s sending with %q\n", l.nw.Backend(), l.nw.Why(), l.base, o.cc)
 	meta := func(name string) *experiment.Results {
 		r := experiment.NewResults(nil)

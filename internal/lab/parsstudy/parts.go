@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,8 +63,11 @@ func goodput(rate float64) float64 { return rate * 1448 / 1500 }
 // parsCell plays the segments back to back as a player would ask for them (the media
 // request with its number), with ParS over n connections, pipelined or one segment at
 // a time (serial), fresh connections kept open across segments, until budget has passed.
-func parsCell(ctx context.Context, l *lab, urls []string, nums []uint64, n int, budget time.Duration, serial bool, streams int) (m map[string]any, samples []pars.Sample, count int, err error) {
-	c, err := pars.New(pars.Options{Connections: n, NoPipeline: serial, ConnOptions: laneOptions(l, streams)})
+// The ranges' traces go to traceFile (CSV) unless it is "".
+func parsCell(ctx context.Context, l *lab, urls []string, nums []uint64, n int, budget time.Duration, v parsVariant, traceFile string) (m map[string]any, samples []pars.Sample, count int, err error) {
+	tr := &traces{}
+	serial := v.serial
+	c, err := pars.New(pars.Options{Connections: n, NoPipeline: v.serial, RangesPerConnection: v.ranges, ConnOptions: laneOptions(l, v.streams, v.proto), Trace: tr.add})
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -78,10 +83,20 @@ func parsCell(ctx context.Context, l *lab, urls []string, nums []uint64, n int, 
 		bytes += resp.PayloadBytes
 		count++
 	}
-	el := time.Since(start)
+	end := time.Now()
+	el := end.Sub(start)
+	wire, _ := c.WireBytes()
 	st := c.Stats()
 	thr := float64(bytes) * 8 / el.Seconds()
-	return map[string]any{
+	tr.mu.Lock()
+	ts := slices.Clone(tr.all)
+	tr.mu.Unlock()
+	if traceFile != "" {
+		if err := writeTraces(traceFile, ts, start); err != nil {
+			return nil, nil, count, err
+		}
+	}
+	m = map[string]any{
 		"throughput_kbps": round(thr/1000, 1),
 		"steady_kbps":     round(steadyRate(st.Samples, n)/1000, 1),
 		"segments":        count,
@@ -89,7 +104,14 @@ func parsCell(ctx context.Context, l *lab, urls []string, nums []uint64, n int, 
 		"retries":         st.Retries,
 		"prefetched":      st.Prefetched,
 		"wasted":          st.Wasted,
-	}, st.Samples, count, nil
+		// Everything the connections received over the same time, segments fetched
+		// ahead and not yet asked for included: how busy the link was.
+		"wire_kbps": round(float64(wire)*8/el.Seconds()/1000, 1),
+	}
+	if !serial {
+		maps.Copy(m, gapMetrics(ts, n, start, end))
+	}
+	return m, st.Samples, count, nil
 }
 
 // parsVariant is one way of running ParS in the throughput cells.
@@ -97,15 +119,35 @@ type parsVariant struct {
 	name    string
 	serial  bool // one segment at a time (no pipelining)
 	streams int  // requests per connection at once
+	proto   httppull.Protocol
+	ranges  int // ranges per connection and segment
 }
 
-// parsVariants: ParS as the client does it by default (pipelined, HTTP/1.1), with
-// -streams N each connection carrying N requests over h2c (pars-h2xN), and with
-// -serial one segment at a time as before pipelining (pars-serial).
+// parsVariants: ParS as the client does it by default (pipelined, HTTP/1.1); with
+// -streams S each connection carrying S requests, pipelined over HTTP/1.1 (pars-h1xS)
+// and over h2c (pars-h2xS); with -ranges-per-conn R, R ranges per connection and
+// segment (pars-rR, and pars-h1xS-rR with -streams); -clients keeps some of these;
+// with -serial one segment at a time as before pipelining (pars-serial).
 func parsVariants(o options) []parsVariant {
 	vs := []parsVariant{{name: "pars", streams: 1}}
 	if o.streams > 1 {
-		vs = append(vs, parsVariant{name: fmt.Sprintf("pars-h2x%d", o.streams), streams: o.streams})
+		vs = append(vs, parsVariant{name: fmt.Sprintf("pars-h1x%d", o.streams), streams: o.streams, proto: httppull.HTTP1},
+			parsVariant{name: fmt.Sprintf("pars-h2x%d", o.streams), streams: o.streams, proto: httppull.H2C})
+	}
+	if o.rangesPerConn > 1 {
+		vs = append(vs, parsVariant{name: fmt.Sprintf("pars-r%d", o.rangesPerConn), streams: 1, ranges: o.rangesPerConn})
+		if o.streams > 1 {
+			vs = append(vs, parsVariant{name: fmt.Sprintf("pars-h1x%d-r%d", o.streams, o.rangesPerConn), streams: o.streams, proto: httppull.HTTP1, ranges: o.rangesPerConn})
+		}
+	}
+	if o.clients != "" { // only the variants asked for
+		keep := vs[:0]
+		for _, v := range vs {
+			if slices.Contains(strings.Split(o.clients, ","), v.name) {
+				keep = append(keep, v)
+			}
+		}
+		vs = keep
 	}
 	if o.serial {
 		vs = append(vs, parsVariant{name: "pars-serial", serial: true, streams: 1})
@@ -115,12 +157,8 @@ func parsVariants(o options) []parsVariant {
 
 // laneOptions are ParS's connections in the lab: dialled from the client host, with
 // h2c on each connection when it carries more than one request at once.
-func laneOptions(l *lab, streams int) pars.ConnOptions {
-	o := pars.ConnOptions{DialContext: l.dial, Streams: streams}
-	if streams > 1 {
-		o.LaneProtocol = httppull.H2C
-	}
-	return o
+func laneOptions(l *lab, streams int, proto httppull.Protocol) pars.ConnOptions {
+	return pars.ConnOptions{DialContext: l.dial, Streams: streams, LaneProtocol: proto}
 }
 
 // ariaCell downloads the first count segments (cycled) with aria2c within budget.
@@ -253,11 +291,15 @@ func throughputAndModel(ctx context.Context, l *lab, o options, meta func(string
 					if err := ctx.Err(); err != nil {
 						return nil, nil, err
 					}
-					client, serial, streams := v.name, v.serial, v.streams
+					client, serial := v.name, v.serial
+					traceFile := ""
+					if o.parts["throughput"] && !serial {
+						traceFile = filepath.Join(o.out, "pars-throughput", "traces", fmt.Sprintf("rep%d-%s-%s-n%d.csv", rep, c.Name, client, n))
+					}
 					cell := experiment.Cell{"condition": c.Name, "client": client, "connections": strconv.Itoa(n)}
 					run := experiment.Run{Key: thr.Scenario.Key(cell), Cell: cell, Rep: rep}
 					t0 := time.Now()
-					m, s, k, err := parsCell(ctx, l, urls, nums, n, o.budget, serial, streams)
+					m, s, k, err := parsCell(ctx, l, urls, nums, n, o.budget, v, traceFile)
 					run.Seconds = time.Since(t0).Seconds()
 					if err != nil {
 						run.Error = err.Error()
@@ -478,10 +520,10 @@ func startup(ctx context.Context, l *lab, o options, r *experiment.Results) (*ex
 		cnames = append(cnames, c.name)
 	}
 	var modes []string
-	streams := map[string]int{}
+	streams := map[string]parsVariant{}
 	for _, v := range parsVariants(o) {
 		modes = append(modes, v.name)
-		streams[v.name] = v.streams
+		streams[v.name] = v
 	}
 	modes = append(modes, "parallel")
 	r.Scenario = &experiment.Scenario{
@@ -519,7 +561,7 @@ func startup(ctx context.Context, l *lab, o options, r *experiment.Results) (*ex
 						}
 						f, closeF = p, p.Close
 					} else {
-						c, err := pars.New(pars.Options{Connections: n, NoPipeline: mode == "pars-serial", ConnOptions: laneOptions(l, streams[mode])})
+						c, err := pars.New(pars.Options{Connections: n, NoPipeline: mode == "pars-serial", RangesPerConnection: streams[mode].ranges, ConnOptions: laneOptions(l, streams[mode].streams, streams[mode].proto)})
 						if err != nil {
 							return nil, err
 						}

@@ -49,6 +49,15 @@ type Options struct {
 	// with one, a connection that finished its range of the next segment while the
 	// current one's slowest range was still running had nothing to do.
 	Ahead int
+	// RangesPerConnection cuts each pipelined segment into this many ranges per
+	// connection (1): the connections take them from the queue as they become free,
+	// so a slow connection holds a smaller share of the segment. Pays off where the
+	// next range's request does not cost a round trip (Streams > 1). With a fixed N
+	// only: the estimator's samples need one range per connection.
+	RangesPerConnection int
+	// Trace, if set, is told what each unit of a pipelined segment did on its
+	// connection (trace.go), from the connection's goroutine.
+	Trace func(UnitTrace)
 }
 
 // Client is ParS from the player's side: each media segment is fetched as N byte
@@ -93,9 +102,6 @@ func New(o Options) (*Client, error) {
 	}
 	if !o.Auto && (o.Connections < 1 || o.Connections > o.MaxConnections) {
 		return nil, fmt.Errorf("pars: %d connections: want 1..%d or auto", o.Connections, o.MaxConnections)
-	}
-	if o.Streams > 1 && o.LaneProtocol == httppull.HTTP1 {
-		return nil, fmt.Errorf("pars: %d streams per connection need HTTP/2 on each connection (LaneProtocol h2 or h2c); HTTP/1.1 would open more connections", o.Streams)
 	}
 	if o.MinRange <= 0 {
 		o.MinRange = 16 << 10
@@ -339,7 +345,7 @@ func (c *Client) sample(m *meter, n, ranges int, start, end time.Time, payload i
 
 // getWhole GETs u without a Range header on lane l (meter slot i).
 func (c *Client) getWhole(ctx context.Context, l *lane, u string, m *meter, i int) ([]byte, error) {
-	return fetchWhole(ctx, l, u, &c.opts.ConnOptions, m, i, func(attempt int, err error) {
+	return fetchWhole(ctx, l, u, &c.opts.ConnOptions, m, i, nil, func(attempt int, err error) {
 		c.retries.Add(1)
 		c.opts.Logger.Debug("retrying segment", "url", u, "attempt", attempt, "err", err)
 	})
@@ -347,17 +353,18 @@ func (c *Client) getWhole(ctx context.Context, l *lane, u string, m *meter, i in
 
 // fetchWhole GETs u on lane l, reporting arrivals to meter slot i, and retries a
 // failed or stalled request from the start up to o.MaxRetries times.
-func fetchWhole(ctx context.Context, l *lane, u string, o *ConnOptions, m *meter, i int, onRetry func(attempt int, err error)) ([]byte, error) {
+func fetchWhole(ctx context.Context, l *lane, u string, o *ConnOptions, m *meter, i int, near func(rest time.Duration), onRetry func(attempt int, err error)) ([]byte, error) {
 	var lastErr error
 	for attempt := 0; attempt <= o.MaxRetries; attempt++ {
 		if attempt > 0 {
 			onRetry(attempt, lastErr)
 		}
-		m.sent(i, time.Now())
+		sent := time.Now()
+		m.sent(i, sent)
 		x, err := l.open(ctx, http.MethodGet, u, nil, o)
 		if err == nil {
 			var b []byte
-			b, err = readWhole(x, m, i, o.MaxSegmentBytes)
+			b, err = readWhole(x, m, i, o.MaxSegmentBytes, &bodyWatch{l: l, sent: sent, near: near})
 			x.close()
 			if err == nil {
 				m.done(i, time.Now())
@@ -376,7 +383,7 @@ func fetchWhole(ctx context.Context, l *lane, u string, o *ConnOptions, m *meter
 }
 
 // readWhole reads a 200 response's body, of at most limit bytes.
-func readWhole(x *exchange, m *meter, i int, limit int64) ([]byte, error) {
+func readWhole(x *exchange, m *meter, i int, limit int64, w *bodyWatch) ([]byte, error) {
 	if x.resp.StatusCode != http.StatusOK {
 		io.Copy(io.Discard, io.LimitReader(x.resp.Body, 64<<10))
 		return nil, statusError(x.resp)
@@ -386,7 +393,13 @@ func readWhole(x *exchange, m *meter, i int, limit int64) ([]byte, error) {
 	}
 	if x.resp.ContentLength >= 0 {
 		b := make([]byte, x.resp.ContentLength)
-		_, err := x.read(b, func(n int, t time.Time) { m.add(i, n, t) })
+		if w != nil {
+			w.total = len(b)
+		}
+		_, err := x.read(b, func(n int, t time.Time) {
+			m.add(i, n, t)
+			w.saw(n, t)
+		})
 		return b, err
 	}
 	// No length (chunked): read to the end, in pieces so the watchdog sees progress.
@@ -450,7 +463,7 @@ func (c *Client) getRanges(ctx context.Context, lanes []*lane, u string, size in
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = c.fetchRange(ctxs[i], lanes[i], i, u, r, buf[r.Off:r.End()], m, sf)
+			errs[i] = c.fetchRange(ctxs[i], lanes[i], i, u, r, buf[r.Off:r.End()], m, sf, nil)
 			if errs[i] != nil && ctxs[i].Err() == nil {
 				sf.cancelOthers(i) // the segment has failed: stop the other ranges
 			}
@@ -474,8 +487,9 @@ func (c *Client) getRanges(ctx context.Context, lanes []*lane, u string, size in
 }
 
 // fetchRange fills dst with range r of u on lane l (meter slot i), retrying the
-// missing rest of the range after a failure.
-func (c *Client) fetchRange(ctx context.Context, l *lane, i int, u string, r Range, dst []byte, m *meter, sf *segFetch) error {
+// missing rest of the range after a failure. near, if not nil, is called as the body
+// arrives with the time its rest is expected to take (pipeline.go).
+func (c *Client) fetchRange(ctx context.Context, l *lane, i int, u string, r Range, dst []byte, m *meter, sf *segFetch, near func(rest time.Duration)) error {
 	var got int64
 	var lastErr error
 	for attempt := 0; attempt <= c.opts.MaxRetries; attempt++ {
@@ -484,7 +498,7 @@ func (c *Client) fetchRange(ctx context.Context, l *lane, i int, u string, r Ran
 			c.opts.Logger.Debug("retrying range", "url", u, "range", r.Header(), "from", r.Off+got, "attempt", attempt, "err", lastErr)
 		}
 		rest := Range{Off: r.Off + got, Len: r.Len - got}
-		k, err := c.readRange(ctx, l, i, u, rest, dst[got:], m, sf)
+		k, err := c.readRange(ctx, l, i, u, rest, dst[got:], m, sf, near)
 		got += int64(k)
 		if err == nil {
 			m.done(i, time.Now())
@@ -505,15 +519,20 @@ func (c *Client) fetchRange(ctx context.Context, l *lane, i int, u string, r Ran
 }
 
 // readRange sends one range request and reads what it can into dst.
-func (c *Client) readRange(ctx context.Context, l *lane, i int, u string, r Range, dst []byte, m *meter, sf *segFetch) (int, error) {
+func (c *Client) readRange(ctx context.Context, l *lane, i int, u string, r Range, dst []byte, m *meter, sf *segFetch, near func(rest time.Duration)) (int, error) {
 	c.ranges.Add(1)
-	m.sent(i, time.Now())
+	sent := time.Now()
+	m.sent(i, sent)
 	x, err := l.open(ctx, http.MethodGet, u, &r, &c.opts.ConnOptions)
 	if err != nil {
 		return 0, err
 	}
 	defer x.close()
-	onRead := func(n int, t time.Time) { m.add(i, n, t) }
+	w := &bodyWatch{l: l, sent: sent, total: len(dst), near: near}
+	onRead := func(n int, t time.Time) {
+		m.add(i, n, t)
+		w.saw(n, t)
+	}
 	switch x.resp.StatusCode {
 	case http.StatusPartialContent:
 		got, total, ok := contentRange(x.resp.Header.Get("Content-Range"))
@@ -533,7 +552,7 @@ func (c *Client) readRange(ctx context.Context, l *lane, i int, u string, r Rang
 			return 0, errWholeBody
 		}
 		sf.cancelOthers(i)
-		b, err := readWhole(x, m, i, c.opts.MaxSegmentBytes)
+		b, err := readWhole(x, m, i, c.opts.MaxSegmentBytes, nil)
 		if err != nil {
 			return 0, permanentError{err}
 		}

@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -237,4 +240,58 @@ func checkSplit(t *testing.T, size int64) {
 			t.Fatalf("Split(%d, %d) covers %d bytes", size, n, off)
 		}
 	}
+}
+
+// FuzzPipeConn: whatever a server answers on a pipelined HTTP/1.1 connection (two
+// requests outstanding), each request ends with a response or an error — no panic,
+// no hang — and a body is never longer than the server sent.
+func FuzzPipeConn(f *testing.F) {
+	for _, s := range []string{
+		"HTTP/1.1 206 Partial Content\r\nContent-Length: 3\r\nContent-Range: bytes 0-2/6\r\n\r\nabcHTTP/1.1 206 Partial Content\r\nContent-Length: 3\r\n\r\ndef",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\nHTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 99999999\r\n\r\nshort",
+		"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil the end",
+		"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx",
+		"garbage\r\n\r\n",
+		"",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, answer []byte) {
+		o := ConnOptions{}.withDefaults()
+		o.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			client, server := net.Pipe()
+			go func() {
+				defer server.Close()
+				go io.Copy(io.Discard, server) // the requests
+				server.Write(answer)
+			}()
+			return client, nil
+		}
+		p := newPipeConn(o, 2)
+		defer p.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://origin/x", nil)
+				resp, err := p.Do(req)
+				if err != nil {
+					return
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				if len(b) > len(answer) {
+					t.Errorf("a body of %d bytes from an answer of %d", len(b), len(answer))
+				}
+			}()
+		}
+		wg.Wait()
+		if ctx.Err() != nil {
+			t.Fatalf("hung on %q", answer)
+		}
+	})
 }

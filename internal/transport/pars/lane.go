@@ -12,9 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/streambed/streambed/internal/media"
+	"github.com/streambed/streambed/internal/player"
 	"github.com/streambed/streambed/internal/transport/httppull"
 )
 
@@ -36,14 +38,16 @@ type ConnOptions struct {
 	// Content-Length claims, before allocating it (default 256 MiB).
 	MaxSegmentBytes int64
 	Logger          *slog.Logger
-	// Streams is how many range requests one connection carries at once (1). More
-	// needs HTTP/2 on each connection (H2C for http URLs, H2 for https): each
-	// connection is still its own TCP connection, and a second request on it keeps
-	// the connection sending while the first one's successor is asked for — what
-	// HTTP/1.1 pipelining would do, which Go's client does not.
+	// Streams is how many range requests one connection carries at once (1). Over
+	// HTTP/1.1 (the default LaneProtocol) more than one is HTTP/1.1 pipelining
+	// (h1pipe.go): ParS writes a connection's next range request when the rest of
+	// its current body is due within about 1.5 round trips, so the next body follows
+	// without the request's round trip. Over HTTP/2 (H2C for http URLs, H2 for
+	// https) each connection carries Streams concurrent streams from the start. Either
+	// way each connection is its own TCP connection.
 	Streams int
 	// LaneProtocol is the protocol of each connection: httppull.HTTP1 (default), or
-	// H2C / H2 for Streams > 1.
+	// H2C / H2.
 	LaneProtocol httppull.Protocol
 }
 
@@ -77,13 +81,40 @@ func (o ConnOptions) withDefaults() ConnOptions {
 // and counts the bytes on it). HTTP/1.1 is forced because HTTP/2 would multiplex
 // every lane onto one TCP connection, which is what ParS must not do.
 type lane struct {
-	id int
-	c  *httppull.Client
+	id  int
+	c   laneConn
+	rtt atomic.Int64 // the shortest request-to-first-byte time seen on it, ns (0: none)
+}
+
+// sawRTT takes d as a round trip on the lane if it is the shortest yet.
+func (l *lane) sawRTT(d time.Duration) {
+	for {
+		old := l.rtt.Load()
+		if d <= 0 || (old != 0 && old <= int64(d)) || l.rtt.CompareAndSwap(old, int64(d)) {
+			return
+		}
+	}
+}
+
+// laneConn is what a lane speaks: an httppull.Client (one request at a time, or
+// Streams at once over HTTP/2), or a pipeConn (Streams at once pipelined over
+// HTTP/1.1).
+type laneConn interface {
+	Do(*http.Request) (*http.Response, error)
+	Fetch(context.Context, player.SegmentRequest) (*player.Response, error)
+	WireBytes() (read, written int64)
+	Close() error
 }
 
 func newLanes(n int, o ConnOptions) ([]*lane, error) {
 	out := make([]*lane, n)
 	for i := range out {
+		if o.LaneProtocol == httppull.HTTP1 && o.Streams > 1 {
+			pc := newPipeConn(o, o.Streams)
+			out[i] = &lane{id: i, c: pc}
+			pc.onRTT = out[i].sawRTT
+			continue
+		}
 		c, err := httppull.NewClient(httppull.ClientOptions{
 			Protocol: o.LaneProtocol, Insecure: o.Insecure, TLSConfig: o.TLSConfig,
 			DialContext: o.DialContext, UserAgent: o.UserAgent,
@@ -149,6 +180,12 @@ func (l *lane) open(ctx context.Context, method, u string, rng *Range, o *ConnOp
 	ctx, cancel := context.WithCancelCause(ctx)
 	x := &exchange{ctx: ctx, cancel: cancel, stall: o.StallTimeout}
 	x.timer = time.AfterFunc(o.StallTimeout, func() { cancel(errStalled) })
+	if _, ok := l.c.(*pipeConn); ok {
+		// Pipelined: the watchdog starts when this response is next to be read, not
+		// while the ones before it on the connection arrive.
+		x.timer.Stop()
+		ctx = withTurn(ctx, func() { x.timer.Reset(o.StallTimeout) })
+	}
 	req, err := http.NewRequestWithContext(ctx, method, u, nil)
 	if err != nil {
 		x.close()
@@ -261,6 +298,7 @@ type lanePool struct {
 	retiredRead    int64 // bytes of lanes closed for being surplus
 	retiredWritten int64
 	closed         bool
+	made           int // lanes made so far
 }
 
 func newLanePool(o ConnOptions, maxIdle int) *lanePool {
@@ -284,6 +322,8 @@ func (p *lanePool) get(n int) ([]*lane, error) {
 			return nil, err
 		}
 		for _, l := range more {
+			l.id = p.made // unique in the pool, for traces
+			p.made++
 			p.live[l] = true
 		}
 		out = append(out, more...)

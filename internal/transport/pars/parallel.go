@@ -254,7 +254,7 @@ func (p *Parallel) fetch(j *job, l *lane) {
 	start := time.Now()
 	r0, w0 := l.c.WireBytes()
 	m := newMeter(1)
-	body, err := fetchWhole(p.ctx, l, j.req.URL, &p.opts, m, 0, func(attempt int, err error) {
+	body, err := fetchWhole(p.ctx, l, j.req.URL, &p.opts, m, 0, nil, func(attempt int, err error) {
 		p.retries.Add(1)
 		p.opts.Logger.Debug("retrying segment", "url", j.req.URL, "attempt", attempt, "err", err)
 	})

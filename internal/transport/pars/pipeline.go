@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/streambed/streambed/internal/media"
 	"github.com/streambed/streambed/internal/player"
+	"github.com/streambed/streambed/internal/transport/httppull"
 )
 
 // Pipelining. Fetched one at a time, a segment's N ranges leave the link idle twice
@@ -83,12 +85,19 @@ type segJob struct {
 func (j *segJob) units() int { return max(len(j.ranges), 1) }
 
 // newJob prepares segment u (number num) for n connections; size < 0 or n == 1
-// fetches it whole.
-func (c *Client) newJob(u string, num uint64, n int, size int64) *segJob {
+// fetches it whole. first marks a rendition's first segment (start-up), which gets
+// one range per connection whatever RangesPerConnection says: its connections are
+// new, their round trip is not known yet, so a second range each would cost a round
+// trip (the lab measured start-up 20–60 ms later with two).
+func (c *Client) newJob(u string, num uint64, n int, size int64, first bool) *segJob {
 	ctx, cancel := context.WithCancel(c.life)
 	j := &segJob{u: u, num: num, n: n, size: size, ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	if n > 1 && size > 0 {
-		if rs := Split(size, n, c.opts.MinRange); len(rs) > 1 {
+		units := n
+		if c.est == nil && c.opts.RangesPerConnection > 1 && !first {
+			units = n * c.opts.RangesPerConnection
+		}
+		if rs := Split(size, units, c.opts.MinRange); len(rs) > 1 {
 			j.ranges = rs // j.buf is made when the first range starts
 			j.sf = &segFetch{size: size, cancels: make([]context.CancelFunc, len(rs))}
 			j.ctxs = make([]context.Context, len(rs))
@@ -166,7 +175,7 @@ func (c *Client) fetchPipelined(ctx context.Context, req player.SegmentRequest, 
 				return nil, Sample{}, true, err
 			}
 		}
-		j = c.newJob(req.URL, req.Number, n, size)
+		j = c.newJob(req.URL, req.Number, n, size, first)
 		if size < 0 && !first {
 			// So that the next segments' sizes are known; not before the first
 			// segment, which is fetched alone anyway (start-up).
@@ -199,7 +208,7 @@ func (c *Client) fetchPipelined(ctx context.Context, req player.SegmentRequest, 
 		if whole {
 			size = -1
 		}
-		a := c.newJob(nu, req.Number+k, n, size)
+		a := c.newJob(nu, req.Number+k, n, size, false)
 		a.ahead = true
 		ahead = append(ahead, a)
 	}
@@ -315,10 +324,17 @@ func (ch *chain) schedule(j *segJob, ahead []*segJob, n int) {
 	}
 	for todo > 0 {
 		var l *lane
+		free := -1 // an idle connection with nothing in flight
+		for i := len(ch.idle) - 1; i >= 0; i-- {
+			if ch.busy[ch.idle[i]] == 0 {
+				free = i
+				break
+			}
+		}
 		switch {
-		case len(ch.idle) > 0:
-			l = ch.idle[len(ch.idle)-1]
-			ch.idle = ch.idle[:len(ch.idle)-1]
+		case free >= 0:
+			l = ch.idle[free]
+			ch.idle = slices.Delete(ch.idle, free, free+1)
 		case ch.owned < n:
 			ls, err := ch.c.pool.get(1)
 			if err != nil {
@@ -327,10 +343,17 @@ func (ch *chain) schedule(j *segJob, ahead []*segJob, n int) {
 			l = ls[0]
 			ch.owned++
 			// A connection that carries more than one request at a time is a slot
-			// for each (Streams): the others wait in idle.
-			for k := 1; k < ch.c.opts.Streams; k++ {
+			// for each (Streams): the others wait in idle. Pipelined HTTP/1.1 asks
+			// for its next range only near the end of the current one (near).
+			for k := 1; k < ch.c.opts.Streams && !ch.c.pipelinedH1(); k++ {
 				ch.idle = append(ch.idle, l)
 			}
+		case len(ch.idle) > 0:
+			// A second request on a busy connection (Streams > 1) only once every
+			// one of the n connections has one: a segment's ranges go on different
+			// connections first.
+			l = ch.idle[len(ch.idle)-1]
+			ch.idle = ch.idle[:len(ch.idle)-1]
 		default:
 			return
 		}
@@ -370,6 +393,8 @@ func (ch *chain) work(l *lane) {
 		if j == nil {
 			ch.busy[l]--
 			switch {
+			case c.pipelinedH1() && ch.busy[l] > 0:
+				// The request ahead on this connection has a worker: it stays busy.
 			case ch.retired:
 				if ch.busy[l] == 0 {
 					delete(ch.busy, l)
@@ -387,8 +412,10 @@ func (ch *chain) work(l *lane) {
 			return
 		}
 		c.mu.Unlock()
+		picked := time.Now()
 		r0, w0 := l.c.WireBytes()
-		err := c.runUnit(j, i, l)
+		err := c.runUnit(j, i, l, ch.near(l))
+		c.trace(j, i, l, picked, err)
 		r1, w1 := l.c.WireBytes()
 		c.mu.Lock()
 		j.wire += r1 - r0 + w1 - w0
@@ -398,14 +425,68 @@ func (ch *chain) work(l *lane) {
 		if j.left == 0 {
 			j.finish()
 		}
+		if c.pipelinedH1() && ch.busy[l] > 1 {
+			// The next range's request is already on this connection with a worker
+			// of its own (near): this one ends.
+			ch.busy[l]--
+			c.mu.Unlock()
+			return
+		}
 		c.mu.Unlock()
 	}
 }
 
+// nearRTTs: a pipelined HTTP/1.1 connection asks for its next range when the rest of
+// the current body is expected within this many round trips, so that the next body
+// follows without a gap. Asked earlier, the range would be bound to this connection
+// while faster ones could have taken it (under random loss the connections' speeds
+// differ a lot: the lab saw a pipeline depth of two from the start lose throughput).
+const nearRTTs = 1.5
+
+// near returns what lane l's worker calls as a body arrives with the time its rest
+// is expected to take, or nil when requests are not pipelined over HTTP/1.1.
+func (ch *chain) near(l *lane) func(rest time.Duration) {
+	if !ch.c.pipelinedH1() {
+		return nil
+	}
+	asked := false
+	return func(rest time.Duration) {
+		rtt := time.Duration(l.rtt.Load())
+		if asked || rtt <= 0 || rest > time.Duration(nearRTTs*float64(rtt)) {
+			return
+		}
+		c := ch.c
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if ch.retired || ch.busy[l] != 1 || !ch.hasWork() {
+			return // asked again at the next arrival: work may come (the player's next request)
+		}
+		asked = true
+		ch.busy[l]++
+		go ch.work(l) // its request goes out on l behind the body being read
+	}
+}
+
+// hasWork says whether a unit waits to be started. Callers hold c.mu.
+func (ch *chain) hasWork() bool {
+	for _, x := range ch.jobs {
+		if x.next < x.units() {
+			return true
+		}
+	}
+	return false
+}
+
+// pipelinedH1 says whether connections carry more than one request at once over
+// HTTP/1.1 (pipelining, h1pipe.go).
+func (c *Client) pipelinedH1() bool {
+	return c.opts.Streams > 1 && c.opts.LaneProtocol == httppull.HTTP1
+}
+
 // runUnit fetches unit i of j on lane l: range i, or the whole resource.
-func (c *Client) runUnit(j *segJob, i int, l *lane) error {
+func (c *Client) runUnit(j *segJob, i int, l *lane, near func(rest time.Duration)) error {
 	if j.ranges == nil {
-		b, err := fetchWhole(j.ctx, l, j.u, &c.opts.ConnOptions, j.m, 0, func(attempt int, err error) {
+		b, err := fetchWhole(j.ctx, l, j.u, &c.opts.ConnOptions, j.m, 0, near, func(attempt int, err error) {
 			c.retries.Add(1)
 			c.opts.Logger.Debug("retrying segment", "url", j.u, "attempt", attempt, "err", err)
 		})
@@ -417,7 +498,7 @@ func (c *Client) runUnit(j *segJob, i int, l *lane) error {
 		return err
 	}
 	r := j.ranges[i]
-	err := c.fetchRange(j.ctxs[i], l, i, j.u, r, j.buf[r.Off:r.End()], j.m, j.sf)
+	err := c.fetchRange(j.ctxs[i], l, i, j.u, r, j.buf[r.Off:r.End()], j.m, j.sf, near)
 	if err != nil && j.ctxs[i].Err() == nil {
 		j.sf.cancelOthers(i) // the segment has failed: stop the other ranges
 	}
@@ -557,4 +638,33 @@ func parsURLHost(u string) (string, error) {
 		return "", fmt.Errorf("%s: ParS needs an http(s) URL: %w", u, media.ErrBadRequest)
 	}
 	return pu.Host, nil
+}
+
+// bodyWatch follows a body of known length as it arrives on lane l: its first byte
+// is a round-trip sample of the lane, and near (if set) is told how long the rest is
+// expected to take at the rate so far.
+type bodyWatch struct {
+	l           *lane
+	sent, first time.Time
+	got, total  int
+	near        func(rest time.Duration)
+}
+
+func (w *bodyWatch) saw(n int, t time.Time) {
+	if w == nil {
+		return
+	}
+	if w.first.IsZero() {
+		w.first = t
+		if _, ok := w.l.c.(*pipeConn); !ok { // a pipeConn measures its own, without the dial
+			w.l.sawRTT(t.Sub(w.sent))
+		}
+	}
+	w.got += n
+	// The rate is judged over a round trip at least: the first reads come as a burst
+	// (a window's worth at once) and would make the rest look instantaneous.
+	if rtt := time.Duration(w.l.rtt.Load()); w.near != nil && w.got < w.total && rtt > 0 {
+		d := max(t.Sub(w.first), rtt)
+		w.near(time.Duration(float64(w.total-w.got) / float64(w.got) * float64(d)))
+	}
 }

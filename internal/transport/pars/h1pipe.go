@@ -1,0 +1,333 @@
+package pars
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/streambed/streambed/internal/netutil"
+	"github.com/streambed/streambed/internal/player"
+	"github.com/streambed/streambed/internal/transport/httppull"
+)
+
+// pipeConn is one persistent HTTP/1.1 connection that carries up to depth requests
+// at once: HTTP/1.1 pipelining (RFC 9112 §9.3.2). A request is written as soon as it
+// has a slot, while the response before it is still arriving; responses come back in
+// the order of the requests and are read one after the other. This is what keeps a
+// ParS connection sending across the end of a range: range k+1's request is on the
+// wire before range k's body ends, so the request's round trip is hidden behind
+// range k's last bytes. Go's client has no HTTP/1.1 pipelining, hence this small one.
+//
+// A request cancelled after it was written cannot be taken back, and its response
+// would come in the way of the next one's: the connection is closed, the requests
+// behind it on that connection fail (ParS retries them on a new connection), and the
+// next request dials afresh. The same happens when a response is abandoned before
+// its end, or the server says Connection: close.
+type pipeConn struct {
+	o     ConnOptions
+	slots chan struct{} // one per request from its write to the end of its response
+	wire  netutil.Counter
+	// onRTT is told the time from writing a request on a connection with nothing
+	// else outstanding to its response's head: a round trip, without the dial.
+	onRTT func(time.Duration)
+
+	mu  sync.Mutex
+	cur *pipeLink // nil: dial at the next request
+}
+
+// pipeLink is one TCP connection of a pipeConn.
+type pipeLink struct {
+	nc   net.Conn
+	br   *bufio.Reader
+	tail chan struct{} // closed when the last response requested so far has been read
+	out  int           // requests written and not yet answered in full; guarded by pipeConn.mu
+
+	mu     sync.Mutex
+	broken error
+}
+
+func newPipeConn(o ConnOptions, depth int) *pipeConn {
+	return &pipeConn{o: o, slots: make(chan struct{}, max(depth, 1))}
+}
+
+// turnKey carries a function Do calls when the request's response is next to be
+// read (the stall watchdog starts there, not while earlier responses arrive).
+type turnKey struct{}
+
+func withTurn(ctx context.Context, f func()) context.Context {
+	return context.WithValue(ctx, turnKey{}, f)
+}
+
+// Do writes req on the connection (dialling it if needed) and returns once its
+// response's head has been read; the caller reads the body to its end and closes it,
+// which frees the connection for the next response.
+func (p *pipeConn) Do(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	l, turn, done, alone, err := p.send(req)
+	if err != nil {
+		<-p.slots
+		return nil, err
+	}
+	wrote := time.Now()
+	release := func(err error) {
+		if err != nil {
+			l.breakWith(err)
+			p.forget(l)
+		}
+		p.mu.Lock()
+		l.out--
+		p.mu.Unlock()
+		close(done)
+		<-p.slots
+	}
+	select {
+	case <-turn:
+	case <-ctx.Done():
+		// Its request is on the wire: its response cannot be skipped without reading it.
+		release(fmt.Errorf("a pipelined request was cancelled: %w", ctx.Err()))
+		return nil, ctx.Err()
+	}
+	if err := l.err(); err != nil {
+		release(err)
+		return nil, err
+	}
+	if f, ok := ctx.Value(turnKey{}).(func()); ok {
+		f()
+	}
+	stop := context.AfterFunc(ctx, func() { l.breakWith(ctx.Err()) }) // unblocks a read
+	resp, err := http.ReadResponse(l.br, req)
+	for err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+		resp, err = http.ReadResponse(l.br, req) // an interim answer: the final one follows
+	}
+	if err == nil && resp.StatusCode == http.StatusSwitchingProtocols {
+		err = errors.New("the server switched protocols")
+	}
+	if err != nil {
+		stop()
+		if c := ctx.Err(); c != nil {
+			err = c
+		}
+		release(fmt.Errorf("reading the response: %w", err))
+		return nil, err
+	}
+	if alone && p.onRTT != nil {
+		p.onRTT(time.Since(wrote))
+	}
+	if resp.Close {
+		p.forget(l) // the server closes it after this response: no more requests on it
+	}
+	resp.Body = &pipeBody{ReadCloser: resp.Body, bodyless: req.Method == http.MethodHead || resp.ContentLength == 0,
+		end: func(err error) {
+			stop()
+			if err == nil && resp.Close {
+				err = errors.New("the server closed the connection")
+			}
+			release(err)
+		}}
+	return resp, nil
+}
+
+// send writes req on the current connection and returns the channel that is closed
+// when its response is next to be read, the one it closes when it has been, and
+// whether nothing else was outstanding on the connection.
+func (p *pipeConn) send(req *http.Request) (l *pipeLink, turn, done chan struct{}, alone bool, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cur == nil {
+		nc, err := p.dial(req)
+		if err != nil {
+			return nil, nil, nil, false, err
+		}
+		tail := make(chan struct{})
+		close(tail)
+		p.cur = &pipeLink{nc: nc, br: bufio.NewReaderSize(nc, 32<<10), tail: tail}
+	}
+	l = p.cur
+	if err := req.Write(l.nc); err != nil { // one write: Request.Write buffers and flushes
+		l.breakWith(err)
+		p.cur = nil
+		return nil, nil, nil, false, fmt.Errorf("writing the request: %w", err)
+	}
+	turn, done = l.tail, make(chan struct{})
+	l.tail = done
+	alone = l.out == 0
+	l.out++
+	return l, turn, done, alone, nil
+}
+
+func (p *pipeConn) dial(req *http.Request) (net.Conn, error) {
+	ctx := req.Context()
+	host, port := req.URL.Hostname(), req.URL.Port()
+	if port == "" {
+		port = "80"
+		if req.URL.Scheme == "https" {
+			port = "443"
+		}
+	}
+	addr := net.JoinHostPort(host, port)
+	dial := p.o.DialContext
+	if dial == nil {
+		var d net.Dialer
+		dial = d.DialContext
+	}
+	nc, err := dial(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if req.URL.Scheme == "https" {
+		cfg := &tls.Config{}
+		if p.o.TLSConfig != nil {
+			cfg = p.o.TLSConfig.Clone()
+		}
+		cfg.InsecureSkipVerify = cfg.InsecureSkipVerify || p.o.Insecure
+		cfg.NextProtos = []string{"http/1.1"}
+		if cfg.ServerName == "" {
+			cfg.ServerName = host
+		}
+		tc := tls.Client(nc, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, err
+		}
+		nc = tc
+	}
+	return netutil.NewCountingConn(nc, &p.wire), nil
+}
+
+// forget makes the next request dial a new connection if l is the current one.
+func (p *pipeConn) forget(l *pipeLink) {
+	p.mu.Lock()
+	if p.cur == l {
+		p.cur = nil
+	}
+	p.mu.Unlock()
+}
+
+func (l *pipeLink) breakWith(err error) {
+	l.mu.Lock()
+	if l.broken == nil {
+		l.broken = err
+		l.nc.Close()
+	}
+	l.mu.Unlock()
+}
+
+func (l *pipeLink) err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.broken != nil {
+		return fmt.Errorf("the connection broke before this response: %w", l.broken)
+	}
+	return nil
+}
+
+// pipeBody is a response body; its end (read to EOF, or closed) frees the connection
+// for the next response, or breaks it when the body was abandoned half way.
+type pipeBody struct {
+	io.ReadCloser
+	bodyless bool
+	once     sync.Once
+	eof      bool
+	end      func(err error)
+}
+
+func (b *pipeBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	switch {
+	case err == io.EOF:
+		b.eof = true
+		b.once.Do(func() { b.end(nil) })
+	case err != nil:
+		b.once.Do(func() { b.end(err) })
+	}
+	return n, err
+}
+
+func (b *pipeBody) Close() error {
+	b.once.Do(func() {
+		if b.eof || b.bodyless {
+			b.end(nil)
+		} else {
+			b.end(errors.New("a response abandoned before its end"))
+		}
+	})
+	return nil
+}
+
+// WireBytes counts every connection's bytes.
+func (p *pipeConn) WireBytes() (read, written int64) { return p.wire.Bytes() }
+
+// Close closes the connection; requests in flight on it fail.
+func (p *pipeConn) Close() error {
+	p.mu.Lock()
+	l := p.cur
+	p.cur = nil
+	p.mu.Unlock()
+	if l != nil {
+		l.breakWith(errors.New("closed"))
+	}
+	return nil
+}
+
+// Fetch GETs a manifest, an init segment or a clock on the connection, as
+// httppull.Client.Fetch does for ParS's other lanes.
+func (p *pipeConn) Fetch(ctx context.Context, req player.SegmentRequest) (*player.Response, error) {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, req.URL, nil)
+	if err != nil {
+		return nil, err
+	}
+	hreq.Header.Set("User-Agent", p.o.UserAgent)
+	hreq.Header.Set("Accept-Encoding", "gzip") // as net/http's client asks: the origin compresses manifests
+	r0, w0 := p.WireBytes()
+	start := time.Now()
+	resp, err := p.Do(hreq)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", req.URL, err)
+	}
+	defer resp.Body.Close()
+	first := time.Now()
+	if resp.StatusCode != http.StatusOK {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return nil, httppull.StatusError(req.URL, resp)
+	}
+	out := &player.Response{Start: start, FirstByte: first, Protocol: resp.Proto}
+	var body io.Reader = resp.Body
+	if strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
+		zr, err := gzip.NewReader(resp.Body)
+		if err != nil {
+			return nil, fmt.Errorf("GET %s: gzip: %w", req.URL, err)
+		}
+		defer io.Copy(io.Discard, resp.Body) // to its end, so the connection stays usable
+		body = zr
+	}
+	if req.KeepBody {
+		out.Body, err = io.ReadAll(io.LimitReader(body, p.o.MaxSegmentBytes+1))
+		out.PayloadBytes = int64(len(out.Body))
+		if err == nil && out.PayloadBytes > p.o.MaxSegmentBytes {
+			err = fmt.Errorf("body larger than %d bytes", p.o.MaxSegmentBytes)
+		}
+	} else {
+		out.PayloadBytes, err = io.Copy(io.Discard, body)
+	}
+	out.End = time.Now()
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: reading body: %w", req.URL, err)
+	}
+	r1, w1 := p.WireBytes()
+	out.OverheadBytes, out.OverheadExact = max(r1-r0+w1-w0-out.PayloadBytes, 0), true
+	return out, nil
+}
