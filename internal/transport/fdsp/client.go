@@ -115,7 +115,7 @@ type rxSub struct {
 	doneAt   time.Time
 	frags    map[uint16]Fragment
 	firstAt  time.Time // when its Substream frame arrived (the TCP part's first bytes)
-	doneSeq  int // sequence numbers below this belong to played access units
+	doneSeq  int       // sequence numbers below this belong to played access units
 	// audio is kept only for a Sink (ClientOptions.NewSink), bounded by audioBytes.
 	audio      []Audio
 	audioBytes int
@@ -152,10 +152,10 @@ type client struct {
 	// The last access unit played: its PTS (90 kHz), duration and deadline.
 	shownPTS, shownDur uint64
 	shownAt            time.Time
-	udp                net.Conn // nil in all-TCP mode
-	drops0             int64    // the socket's drop count at the start
+	udp                net.Conn   // nil in all-TCP mode
+	drops0             int64      // the socket's drop count at the start
 	wmu                sync.Mutex // one writer of client frames at a time (reports from two goroutines)
-	sink     Sink   // from opts.NewSink at the first access unit; the player's only
+	sink               Sink       // from opts.NewSink at the first access unit; the player's only
 }
 
 // Play runs a client session to the end of the stream, Duration, a fatal error or
