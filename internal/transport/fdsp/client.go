@@ -94,6 +94,8 @@ type Stats struct {
 	// Samples is the buffer over time: media whose TCP part is complete, ahead of the
 	// playhead, every SampleInterval.
 	Samples []Sample `json:"samples"`
+	// StartedAt is the local wall time of the session's start (Samples' T = 0).
+	StartedAt time.Time `json:"started_at"`
 }
 
 // Sample is one point of the buffer time series.
@@ -183,6 +185,7 @@ func Play(ctx context.Context, o ClientOptions) (Stats, error) {
 	}
 	c := &client{opts: o, log: o.Logger, start: time.Now(), changed: make(chan struct{}), subs: map[uint32]*rxSub{}, maxSeen: -1, state: "startup", dts0: -1}
 	c.stats.Mode = o.Mode.String()
+	c.stats.StartedAt = c.start
 	if o.Duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.Duration)
