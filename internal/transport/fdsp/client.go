@@ -94,6 +94,9 @@ type Stats struct {
 	// Samples is the buffer over time: media whose TCP part is complete, ahead of the
 	// playhead, every SampleInterval.
 	Samples []Sample `json:"samples"`
+	// TCPParts is each substream's TCPReport as sent: how long its TCP part took
+	// and how early (or late) it was complete.
+	TCPParts []TCPReport `json:"tcp_parts"`
 	// StartedAt is the local wall time of the session's start (Samples' T = 0).
 	StartedAt time.Time `json:"started_at"`
 }
@@ -449,6 +452,7 @@ func (c *client) readFrames(br *bufio.Reader) error {
 					c.growRcvbuf(rcvbufFor(substreamRate(cur.hdr, cur.aus), c.opts.PlayoutDelay))
 				}
 				tr := c.tcpReport(cur)
+				c.stats.TCPParts = append(c.stats.TCPParts, tr)
 				c.readyEnd = max(c.readyEnd, cur.hdr.FirstDTS+uint64(cur.hdr.Duration))
 				c.notify()
 				c.mu.Unlock()

@@ -136,15 +136,15 @@ type Report struct {
 // the part is complete (SubstreamOK), not after the play-out as Report is: the
 // input adaptive BP predicts the next substream's TCP time from.
 type TCPReport struct {
-	Substream uint32
+	Substream uint32 `json:"substream"`
 	// TCPms is how long the part took to arrive: from its Substream frame to its
 	// SubstreamOK frame.
-	TCPms uint32
+	TCPms uint32 `json:"tcp_ms"`
 	// SlackMS is how early the part was complete before its first access unit was
 	// due (negative: how late); meaningful only when SlackKnown. The start-up
 	// substream, which starts the playout clock, has none.
-	SlackMS    int32
-	SlackKnown bool
+	SlackMS    int32 `json:"slack_ms"`
+	SlackKnown bool  `json:"slack_known"`
 }
 
 const tcpReportSlackKnown = 1 // TCPReport flags bit 0
