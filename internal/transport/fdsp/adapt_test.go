@@ -59,7 +59,7 @@ func run(a *adaptiveBP, l link, n int) (plans []int, late int) {
 }
 
 // best is the BP the set point allows on a steady link of r bytes/s: the TCP
-// part within 75 % of its window.
+// part within 2/3 of its window.
 func best(r float64) int {
 	for b := 100; b > 0; b -= bpStep {
 		if float64(content(b))/r <= setPoint*window.Seconds() {
