@@ -24,9 +24,9 @@ import (
 //     predicted window. Goodput and window are the lowest of the last three
 //     measured: the TCP part's time varies with the losses it meets, and the
 //     margin must hold for the unlucky ones. The set point is that spread: in the
-//     study's lab (CUBIC, 0.4 % loss each way) parts of one size on one path took
-//     up to about 1.5 times as long as the one before, so a part predicted to use
-//     2/3 of its window can take all of it.
+//     study's lab (CUBIC, 0.4 % loss each way) parts of one BP in one run took a
+//     median 1.5 times as long as each other (up to 5.6), so a part predicted to
+//     use 2/3 of its window can take all of it.
 //   - It moves down at once to that BP, and up at most one step (25) per
 //     substream, only while the UDP path loses packets (Reports) — on a clean path
 //     there is nothing to protect and a bigger TCP part is only risk.
@@ -36,16 +36,16 @@ import (
 //     comes late again doubles the hold (up to maxHold), so a path that stays bad
 //     is probed ever more rarely.
 //
-// Why it converges: the predicted time is monotone in BP, so for a steady path
-// the rule has one answer, the highest BP under the set point; every measurement
-// made at a BP at or below it confirms it (a bigger transfer only gets a better
-// goodput: TCP leaves slow start), so the plan stays there. It reaches that answer
-// from below one step per substream, or drops to it in one. The feedback is one
-// substream old (the TCPReport of substream k arrives while k is written and
-// before k+2 is planned; k+1 is planned as soon as k is written), not three as
-// with the play-out Reports. The content is never looked at beyond its byte
-// counts: a clip whose I-frames are a large share of its bytes gets a lower BP by
-// itself.
+// Why it converges: the predicted time is monotone in BP, so for a steady goodput
+// the rule has one answer, the highest BP under the set point, reached from below
+// one step per substream or from above in one, and kept. The feedback is one
+// substream old (the TCPReport of substream k arrives while k+1 is written and
+// before k+2 is planned), not three as with the play-out Reports. A lossy path's
+// goodput is not steady (a small part that ends in slow start before its first
+// loss measures more than a large one gets), so the plan moves a step around the
+// answer; the lowest-of-three and the set point keep it on the early side of the
+// deadline. The content is never looked at beyond its byte counts: a clip whose
+// I-frames are a large share of its bytes gets a lower BP by itself.
 type adaptiveBP struct {
 	mu   sync.Mutex
 	auto bool
