@@ -137,6 +137,12 @@ func playFDSP(ctx context.Context, u *url.URL, transport string, f fdspFlags, ru
 				s.Mode, s.Substreams, s.PlayedS, s.BPs[len(s.BPs)-1], s.Lost, s.Packets, s.RebufferCount, s.RebufferMS)
 		}
 	}
+	var timeline *liveTimeline // latency_ms for a live stream
+	if ep.Live() {
+		if timeline, err = loadLiveTimeline(ctx, u, hc); err != nil {
+			fmt.Fprintf(stderr, "fdsp: no latency_ms: %v\n", err)
+		}
+	}
 	st, runErr := fdsp.Play(ctx, opts)
 	if file != nil {
 		err := file.Close()
@@ -149,6 +155,9 @@ func playFDSP(ctx context.Context, u *url.URL, transport string, f fdspFlags, ru
 	}
 	rep := fdspReport{Report: fdspQoE(u, transport, st, runErr), BP: st.BP, PLR: st.PLR, RebufferMS: st.RebufferMS, RebufferCount: st.RebufferCount, Decodable: st.Decodable, FDSP: st}
 	rep.FDSP.Samples = nil // once, in the report's own samples
+	if timeline != nil {
+		timeline.addLatency(&rep.Report, st)
+	}
 	if rx != nil && st.AUs > 0 {
 		ref := *f.reference
 		if ref == "origin" {

@@ -57,6 +57,9 @@ func TestPlayFDSP(t *testing.T) {
 					t.Errorf("key %s missing", k)
 				}
 			}
+			if v, ok := rep["latency_ms"]; !ok || v != nil {
+				t.Errorf("latency_ms %v (present %v): want null on demand", v, ok)
+			}
 			if samples, _ := rep["samples"].([]any); len(samples) < 5 {
 				t.Errorf("%d samples in 8 s", len(samples))
 			}

@@ -8,7 +8,7 @@
 // start-up included as the study counts it), PLR, decodability and PSNR against the
 // all-TCP run's video.
 //
-// Table 2 (-table 2): the slow clip at 1, 2 and 4 Mbit/s over all-TCP and FDSP on
+// Table 2 (-table 2): the slow clip (-clips: also the fast one) at 1, 2 and 4 Mbit/s over all-TCP and FDSP on
 // rate-limited links (static 1.25×, dynamic square wave, and their non-congested
 // counterparts at 4× the rate), RTT 50 ms: throughput and buffer over time.
 //
@@ -64,14 +64,14 @@ func main() {
 	flag.StringVar(&c.out, "out", "docs/results/fdsp/table1", "result folder")
 	flag.StringVar(&c.cache, "cache", ".cache/fdsp-study", "rendered and packaged content, reused across runs")
 	flag.StringVar(&rtts, "rtts", "50ms,100ms,150ms,200ms,250ms", "Table 1: RTTs to run")
-	flag.StringVar(&clips, "clips", "fast,slow", "Table 1: contents (fast, slow)")
+	flag.StringVar(&clips, "clips", "", "contents (fast, slow); default: both for Table 1, slow for Table 2")
 	flag.DurationVar(&c.length, "clip", 30*time.Second, "length of the clips")
 	flag.DurationVar(&c.substream, "substream", 5*time.Second, "substream length")
 	flag.StringVar(&c.cc, "cc", "cubic", "TCP congestion control on the server's listener (\"\": the system's)")
 	flag.StringVar(&c.variants, "variants", "", "Table 1: comma-separated variants (default all: tcp,udp,bp0,bp25,bp50,bp75,bp100,auto); tcp runs first as the PSNR reference unless -ref=false")
 	flag.IntVar(&c.reps, "reps", 1, "repetitions of each row")
 	flag.BoolVar(&c.ref, "ref", true, "Table 1: run all-TCP first as the PSNR reference even when -variants leaves it out")
-	flag.StringVar(&bitrates, "bitrates", "1000k,2000k,4000k", "Table 2: the slow clip's bitrates")
+	flag.StringVar(&bitrates, "bitrates", "1000k,2000k,4000k", "Table 2: the clips' bitrates")
 	flag.IntVar(&bp, "bp", 50, "Table 2: FDSP's BP (255: adaptive)")
 	flag.BoolVar(&c.prepare, "prepare", false, "only render and package the table's contents (into -cache; content.json in -out)")
 	summ := flag.String("summarize", "", "print Markdown summaries (medians and ranges over repetitions) of these comma-separated result folders or files, and stop")
@@ -90,6 +90,13 @@ func main() {
 			log.Fatal(err)
 		}
 		c.rtts = append(c.rtts, d)
+	}
+	switch {
+	case clips != "":
+	case c.table == 2:
+		clips = "slow"
+	default:
+		clips = "fast,slow"
 	}
 	c.clips = strings.Split(clips, ",")
 	var rates []int

@@ -96,6 +96,9 @@ type countingConn struct {
 	n *atomic.Int64
 }
 
+// Unwrap is the socket, for the client's socket options (receive buffer, drops).
+func (c countingConn) Unwrap() net.Conn { return c.Conn }
+
 func (c countingConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	c.n.Add(int64(n))

@@ -50,7 +50,7 @@ func table2Link(name string, b int) (netem.Profile, error) {
 var table2Links = []string{"open", "static", "dynamic"}
 
 func table2(ctx context.Context, c config, bitrates []int) error {
-	h, cs, err := contents(ctx, c, []string{"slow"}, bitrates)
+	h, cs, err := contents(ctx, c, c.clips, bitrates)
 	if err != nil {
 		return err
 	}

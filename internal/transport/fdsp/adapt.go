@@ -1,113 +1,218 @@
 package fdsp
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // adaptiveBP is a session's bitstream prioritisation: fixed, or moved on the fly
-// from the client's reports so that both UDP loss and TCP lateness stay low — the
-// study's future work. BP only trades the two: a higher BP puts more I-frame bytes
-// on the path that does not lose them (PLR falls) and more bytes on TCP ahead of
-// their deadline (the TCP part may come late: rebuffering). So the controller looks
-// for the highest BP whose TCP part still arrives in time, one step per report:
+// (the study's future work). BP trades the two paths' risks: a higher BP puts more
+// I-frame bytes on the path that does not lose them (PLR falls) and more bytes on
+// TCP ahead of their deadline (the TCP part may come late: rebuffering). The best
+// BP is therefore the highest one whose TCP part still arrives in time with a
+// margin — and that is something the controller can predict rather than find by
+// crossing it:
 //
-//   - the report's substream had its TCP part late (the client rebuffered): the
-//     BP that substream was planned with is too much for this path; it becomes the
-//     ceiling and BP drops a step below it;
-//   - otherwise, if any of its UDP packets were lost or late, it was planned with
-//     today's BP (the verdict on the last step is in) and it is not substream 0
-//     (whose TCP part is the start-up, on time by definition), BP goes up a step
-//     while it stays below the ceiling (every saved I-frame byte lowers PLR, and
-//     TCP has kept up);
-//   - otherwise (a clean UDP path) BP stays: nothing to protect, nothing to gain.
+//   - It measures, from each TCPReport (sent by the client as soon as a substream's
+//     TCP part is complete), the TCP goodput of that part (its bytes, which the
+//     server wrote, over the time the client saw it take) and the part's window
+//     (that time plus its slack: how long it had until its first access unit was
+//     due), as a share of the substream's media duration.
+//   - For the next substream it computes the TCP bytes each BP would send (its own
+//     split of that substream, before choosing) and picks the highest BP whose
+//     predicted transfer time, bytes ÷ goodput, is at most setPoint (2/3) of the
+//     predicted window. Goodput and window are the lowest of the last three
+//     measured: the TCP part's time varies with the losses it meets, and the
+//     margin must hold for the unlucky ones. The set point is that spread: in the
+//     study's lab (CUBIC, 0.4 % loss each way) parts of one BP in one run took a
+//     median 1.5 times as long as each other (up to 5.6), so a part predicted to
+//     use 2/3 of its window can take all of it.
+//   - It moves down at once to that BP, and up at most one step (25) per
+//     substream, only while the UDP path loses packets (Reports) — on a clean path
+//     there is nothing to protect and a bigger TCP part is only risk.
+//   - A TCP part that came late anyway (negative slack, or a Report's lateness
+//     from a client without TCPReports) makes the BP it was planned with a
+//     ceiling for ceilingHold substreams; a ceiling that is reached again and
+//     comes late again doubles the hold (up to maxHold), so a path that stays bad
+//     is probed ever more rarely.
 //
-// After enough on-time reports in a row (reprobeAfter, doubling with every late
-// one up to maxReprobe, so a path that stays bad is probed ever more rarely) the
-// ceiling rises a step, so a path that got better is found again. The content is never looked at: a clip whose
-// I-frames are a large share of its bytes meets the ceiling at a lower BP by itself.
-//
-// Reports come about two substreams after the BP they judge was planned (the TCP
-// part goes one substream ahead and the report follows the play-out), so the
-// controller remembers the BP it handed out for each substream.
+// Why it converges: the predicted time is monotone in BP, so for a steady goodput
+// the rule has one answer, the highest BP under the set point, reached from below
+// one step per substream or from above in one, and kept. The feedback is one
+// substream old (the TCPReport of substream k arrives while k+1 is written and
+// before k+2 is planned), not three as with the play-out Reports. A lossy path's
+// goodput is not steady (a small part that ends in slow start before its first
+// loss measures more than a large one gets), so the plan moves a step around the
+// answer; the lowest-of-three and the set point keep it on the early side of the
+// deadline. The content is never looked at beyond its byte counts: a clip whose
+// I-frames are a large share of its bytes gets a lower BP by itself.
 type adaptiveBP struct {
-	mu      sync.Mutex
-	auto    bool
-	bp      int
-	ceiling int  // the lowest BP whose TCP part came late; above 100: none yet
-	onTime  int  // reports in a row with the TCP part on time
-	wait    int  // on-time reports before the ceiling rises a step
-	probing bool // the ceiling rose: a late report now means the path is still bad
-	// given is the BP handed out per substream, in plan order from the first one
-	// (a resumed session's substreams keep counting, so a report after a reconnect
-	// may be judged by today's BP instead: harmless, one step either way).
-	given map[uint32]int
-	next  uint32 // the next substream value() plans
+	mu   sync.Mutex
+	auto bool
+	bp   int // fixed, or the last planned
+
+	given    map[uint32]plannedSub // per substream, the last keepGiven
+	rates    []float64             // bytes/s of the last TCP parts, newest last
+	windows  []float64             // window ÷ media duration of the last TCP parts with a known slack
+	lossy    []bool                // whether the last Reports' UDP parts lost packets
+	ceiling  int                   // BPs at or above it are not planned; noCeiling: none
+	holdLeft int                   // plans before the ceiling is lifted
+	hold     int                   // the next ceiling's hold
+	probe    int                   // plans since a ceiling was lifted in which lateness doubles the hold
+}
+
+// plannedSub is what the controller planned for one substream.
+type plannedSub struct {
+	bp    int
+	bytes int
+	dur   time.Duration
 }
 
 const (
-	bpStart      = 50
-	bpStep       = 25
-	noCeiling    = 100 + bpStep
-	reprobeAfter = 8
-	maxReprobe   = 64
-	keepGiven    = 16 // substreams remembered (a report is at most a few behind)
+	bpStart     = 25      // before any measurement: on time at every RTT of the study
+	bpStep      = 25      // BP moves in steps of a quarter
+	setPoint    = 2.0 / 3 // predicted TCP time ÷ window: room for a part 1.5× slower than measured
+	keepMeasure = 3       // measurements the prediction takes the lowest of
+	ceilingHold = 8
+	maxHold     = 64
+	noCeiling   = 100 + bpStep
+	keepGiven   = 16 // substreams remembered (a report is at most a few behind)
 )
 
 func (a *adaptiveBP) init(bp uint8) {
 	a.auto = bp == BPAuto
 	a.bp = int(bp)
-	a.ceiling = noCeiling
-	a.given = map[uint32]int{}
-	a.wait = reprobeAfter
+	a.given = map[uint32]plannedSub{}
+	a.ceiling, a.hold = noCeiling, ceilingHold
 	if a.auto {
 		a.bp = bpStart
 	}
 }
 
-// value is the BP for the next substream to plan.
-func (a *adaptiveBP) value() int {
+// plan is the BP for substream k, of media duration dur, whose TCP part would
+// be bytesAt(bp) bytes at each BP (called only when adaptive).
+func (a *adaptiveBP) plan(k uint32, dur time.Duration, bytesAt func(bp int) int) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.given[a.next] = a.bp
-	delete(a.given, a.next-keepGiven) // wraps harmlessly near 0
-	a.next++
-	return a.bp
-}
-
-// planned is the BP substream k was planned with, or today's when unknown.
-func (a *adaptiveBP) planned(k uint32) int {
-	if b, ok := a.given[k]; ok {
-		return b
+	if !a.auto {
+		return a.bp
 	}
+	if a.probe > 0 {
+		a.probe--
+	}
+	if a.holdLeft > 0 {
+		if a.holdLeft--; a.holdLeft == 0 {
+			a.ceiling, a.probe = noCeiling, ceilingHold
+		}
+	}
+	b := min(a.bp, a.ceiling-bpStep)
+	if len(a.rates) > 0 {
+		b = a.predict(dur, bytesAt)
+		if b > a.bp && !a.worthClimbing() {
+			b = a.bp
+		}
+		b = min(b, a.bp+bpStep)
+	}
+	a.bp = max(0, b)
+	a.given[k] = plannedSub{bp: a.bp, bytes: bytesAt(a.bp), dur: dur}
+	delete(a.given, k-keepGiven) // wraps harmlessly near 0
 	return a.bp
 }
 
+// predict is the highest BP below the ceiling whose TCP part is predicted to take
+// at most setPoint of its window; a.mu is held.
+func (a *adaptiveBP) predict(dur time.Duration, bytesAt func(int) int) int {
+	rate, window := lowest(a.rates), 1.0
+	if len(a.windows) > 0 {
+		window = lowest(a.windows)
+	}
+	budget := setPoint * window * dur.Seconds()
+	for b := a.ceiling - bpStep; b > 0; b -= bpStep {
+		if float64(bytesAt(b))/rate <= budget {
+			return b
+		}
+	}
+	return 0
+}
+
+// worthClimbing: the UDP path lost packets in one of the last Reports, or none
+// came yet; a.mu is held.
+func (a *adaptiveBP) worthClimbing() bool {
+	if len(a.lossy) == 0 {
+		return true
+	}
+	for _, l := range a.lossy {
+		if l {
+			return true
+		}
+	}
+	return false
+}
+
+// tcpReport takes a measure of substream k's TCP part.
+func (a *adaptiveBP) tcpReport(r TCPReport) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p, ok := a.given[r.Substream]
+	if !a.auto || !ok {
+		return // fixed, or a substream planned before a reconnection: no bytes known
+	}
+	secs := max(float64(r.TCPms), 1) / 1000
+	a.rates = keep(a.rates, float64(p.bytes)/secs)
+	if r.SlackKnown && p.dur > 0 {
+		a.windows = keep(a.windows, max(0, (float64(r.TCPms)+float64(r.SlackMS))/1000)/p.dur.Seconds())
+		if r.SlackMS < 0 {
+			a.late(p.bp)
+		}
+	}
+}
+
+// report takes a Report, after substream k's play-out: its UDP loss, and its
+// lateness (the only lateness a client without TCPReports gives).
 func (a *adaptiveBP) report(r Report) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !a.auto {
 		return
 	}
-	switch {
-	case r.LateMS > 0:
-		b := a.planned(r.Substream)
-		a.ceiling = min(a.ceiling, b)
-		a.bp = min(a.bp, b-bpStep)
-		a.onTime = 0
-		if a.probing {
-			a.wait = min(2*a.wait, maxReprobe)
-			a.probing = false
-		}
-	default:
-		a.onTime++
-		if a.onTime >= a.wait && a.ceiling < noCeiling {
-			a.ceiling += bpStep
-			a.onTime = 0
-			a.probing = true
-		}
-		// Substream 0's TCP part is the start-up wait, never late by definition:
-		// it says nothing about whether TCP keeps up, so it is no verdict to climb on.
-		if r.Substream > 0 && r.Lost > 0 && a.planned(r.Substream) == a.bp && a.bp+bpStep < a.ceiling {
-			a.bp += bpStep
-		}
+	a.lossy = append(a.lossy, r.Lost > 0)
+	if len(a.lossy) > keepMeasure {
+		a.lossy = a.lossy[1:]
 	}
-	a.bp = max(0, min(100, a.bp))
+	if r.LateMS > 0 {
+		b := a.bp
+		if p, ok := a.given[r.Substream]; ok {
+			b = p.bp
+		}
+		a.late(b)
+	}
+}
+
+// late makes a BP whose TCP part came late a ceiling; a.mu is held.
+func (a *adaptiveBP) late(b int) {
+	if b >= a.ceiling {
+		return // already known (a TCPReport and the Report of one late part)
+	}
+	if a.probe > 0 {
+		a.hold = min(2*a.hold, maxHold) // soon after the ceiling was lifted: still bad
+		a.probe = 0
+	}
+	a.ceiling, a.holdLeft = b, a.hold
+	a.bp = min(a.bp, b-bpStep)
+}
+
+func keep(xs []float64, x float64) []float64 {
+	xs = append(xs, x)
+	if len(xs) > keepMeasure {
+		xs = xs[1:]
+	}
+	return xs
+}
+
+func lowest(xs []float64) float64 {
+	m := xs[0]
+	for _, x := range xs[1:] {
+		m = min(m, x)
+	}
+	return m
 }

@@ -3,139 +3,239 @@ package fdsp
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
-// pathModel is a path for the controller: TCP carries a substream's TCP part in
-// time up to maxBP, and UDP loses packets whenever lossy is set.
-type pathModel struct {
-	maxBP int
+// The controller is driven by synthetic reports in the order a session makes
+// them, no clock involved: substream k is planned, then k+1 at once (the TCP
+// writer goes on as soon as k is written), and k's TCPReport arrives before k+2 is
+// planned; k's play-out Report arrives before k+3 is planned.
+
+// content is a substream's TCP bytes per BP: headers and audio, plus BP % of the
+// I-frame data (about the study's fast clip in a 5 s substream).
+func content(bp int) int { return 100_000 + bp*15_000 }
+
+const (
+	subDur = 5 * time.Second
+	window = 5500 * time.Millisecond // from the part's first bytes to its deadline
+)
+
+// link is the TCP goodput per substream index (bytes/s) and whether UDP loses packets.
+type link struct {
+	rate  func(k int) float64
 	lossy bool
 }
 
-// drive plans n substreams and reports each one lag substreams after it was
-// planned, as a session does (TCP one ahead, the report after play-out).
-func drive(a *adaptiveBP, p pathModel, n, lag int) []int {
-	var plans []int
+func steady(r float64) func(int) float64 { return func(int) float64 { return r } }
+
+// run plans n substreams over l and returns the plans and how many TCP parts came late.
+func run(a *adaptiveBP, l link, n int) (plans []int, late int) {
+	tcp := func(k int) TCPReport {
+		d := time.Duration(float64(content(plans[k])) / l.rate(k) * float64(time.Second))
+		r := TCPReport{Substream: uint32(k), TCPms: uint32(d.Milliseconds())}
+		if k > 0 { // the start-up part sets the playout clock: no slack
+			r.SlackMS, r.SlackKnown = int32((window - d).Milliseconds()), true
+		}
+		return r
+	}
 	for k := 0; k < n; k++ {
-		plans = append(plans, a.value())
-		if j := k - lag; j >= 0 {
-			r := Report{Substream: uint32(j), Expected: 1000}
-			if j > 0 && plans[j] > p.maxBP { // substream 0's TCP part is the start-up: never late
-				r.LateMS = 800
+		if k >= 2 {
+			r := tcp(k - 2)
+			a.tcpReport(r)
+			if r.SlackKnown && r.SlackMS < 0 {
+				late++
 			}
-			if p.lossy {
+		}
+		if k >= 3 {
+			r := Report{Substream: uint32(k - 3), Expected: 1000}
+			if l.lossy {
 				r.Lost = 4
 			}
 			a.report(r)
 		}
+		plans = append(plans, a.plan(uint32(k), subDur, content))
 	}
-	return plans
+	return plans, late
 }
 
-func TestAdaptiveBPFindsTheHighestBPTCPSustains(t *testing.T) {
+// best is the BP the set point allows on a steady link of r bytes/s: the TCP
+// part within 2/3 of its window.
+func best(r float64) int {
+	for b := 100; b > 0; b -= bpStep {
+		if float64(content(b))/r <= setPoint*window.Seconds() {
+			return b
+		}
+	}
+	return 0
+}
+
+func TestAdaptiveBPSettlesAtTheHighestBPUnderTheSetPoint(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		path pathModel
-		want int // the BP it settles at
+		rate float64 // bytes/s
+		want int
 	}{
-		{"fast TCP, lossy UDP: all I-frame data on TCP", pathModel{100, true}, 100},
-		{"TCP keeps up to 75", pathModel{75, true}, 75},
-		{"TCP keeps up to 50", pathModel{50, true}, 50},
-		{"TCP keeps up to 25", pathModel{25, true}, 25},
-		{"TCP late even with headers only", pathModel{-1, true}, 0},
-		{"clean UDP: stays where it starts", pathModel{100, false}, bpStart},
+		{"fast TCP: all I-frame data on TCP", 1_000_000, 100},
+		{"TCP keeps up to 75", 350_000, 75},
+		{"TCP keeps up to 50", 250_000, 50},
+		{"TCP keeps up to 25", 150_000, 25},
+		{"TCP too slow for any I-frame data", 40_000, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if b := best(tc.rate); b != tc.want {
+				t.Fatalf("test table: the set point allows %d at %.0f B/s, not %d", b, tc.rate, tc.want)
+			}
 			var a adaptiveBP
 			a.init(BPAuto)
-			plans := drive(&a, tc.path, 14, 2) // before the first re-probe
-			// After the first overshoot is judged, every plan stays at or below
-			// what TCP sustains, and the last ones sit at the target.
-			tail := plans[len(plans)-3:]
-			for _, b := range tail {
+			plans, late := run(&a, link{steady(tc.rate), true}, 12)
+			if plans[0] != bpStart || plans[1] != bpStart {
+				t.Errorf("plans %v: the first two (before any measure) want %d", plans, bpStart)
+			}
+			for _, b := range plans[len(plans)-6:] {
 				if b != tc.want {
-					t.Fatalf("BP plans %v: want the last ones at %d", plans, tc.want)
+					t.Fatalf("plans %v: want the last six at %d", plans, tc.want)
 				}
 			}
-			late := 0
-			for _, b := range plans[1:] { // substream 0 is the start-up
-				if b > tc.path.maxBP {
-					late++
+			for k := 2; k < len(plans); k++ { // up one step at a time
+				if plans[k] > plans[k-1]+bpStep {
+					t.Errorf("plans %v: %d → %d is more than one step up", plans, plans[k-1], plans[k])
 				}
 			}
-			if tc.path.maxBP >= 0 && late > 3 {
-				t.Errorf("BP plans %v: %d substreams planned above what TCP sustains (%d); want at most 3", plans, late, tc.path.maxBP)
+			// Only the uninformed first two may be late (at 40 kB/s BP 25 is).
+			if maxLate := 0; tc.rate < 100_000 {
+				maxLate = 2
+				if late > maxLate {
+					t.Errorf("plans %v: %d TCP parts late, want at most %d", plans, late, maxLate)
+				}
+			} else if late > 0 {
+				t.Errorf("plans %v: %d TCP parts late, want none", plans, late)
 			}
 		})
 	}
 }
 
-func TestAdaptiveBPReprobesAfterOnTimeReports(t *testing.T) {
+func TestAdaptiveBPFollowsAPathThatChanges(t *testing.T) {
 	var a adaptiveBP
 	a.init(BPAuto)
-	drive(&a, pathModel{50, true}, 8, 2) // learns the ceiling 75
-	if a.ceiling != 75 || a.bp != 50 {
-		t.Fatalf("ceiling %d, BP %d: want 75 and 50", a.ceiling, a.bp)
+	worse := func(k int) float64 {
+		if k < 8 {
+			return 1_000_000
+		}
+		return 150_000
 	}
-	// The path gets better: after reprobeAfter on-time reports BP climbs again.
-	plans := drive(&a, pathModel{100, true}, 3*reprobeAfter, 0)
-	if plans[len(plans)-1] != 100 {
-		t.Errorf("BP plans on a better path %v: want it back at 100", plans)
+	plans, late := run(&a, link{worse, true}, 16)
+	if plans[7] != 100 || plans[len(plans)-1] != 25 {
+		t.Fatalf("plans %v: want 100 before the path gets worse at 8, 25 at the end", plans)
+	}
+	// The drop is one step of feedback late: substreams 8 and 9 were planned
+	// before 8's TCPReport, so at most those two are late, and 10 is down.
+	if late > 2 || plans[10] != 25 {
+		t.Errorf("plans %v: %d late, want at most 2 and BP 25 from substream 10", plans, late)
 	}
 
-	// A path that stays bad is probed ever more rarely: over 100 substreams
-	// at most a handful of late ones.
 	var b adaptiveBP
 	b.init(BPAuto)
-	plans = drive(&b, pathModel{25, true}, 100, 2)
-	late := 0
-	for _, p := range plans[1:] { // substream 0 is the start-up
-		if p > 25 {
-			late++
+	better := func(k int) float64 {
+		if k < 6 {
+			return 150_000
 		}
+		return 1_000_000
 	}
-	if late > 12 {
-		t.Errorf("%d of 100 substreams planned above what TCP sustains: %v", late, plans)
+	plans, late = run(&b, link{better, true}, 14)
+	if plans[5] != 25 || plans[len(plans)-1] != 100 || late > 0 {
+		t.Errorf("plans %v (%d late): want 25, then back up to 100 with none late", plans, late)
 	}
 }
 
-func TestAdaptiveBPDoesNotClimbOnTheStartup(t *testing.T) {
+func TestAdaptiveBPLateTCPPartMakesACeiling(t *testing.T) {
 	var a adaptiveBP
 	a.init(BPAuto)
-	a.value()
-	a.value()
-	a.report(Report{Substream: 0, Lost: 5, Expected: 1000}) // the start-up: on time by definition
-	if a.bp != bpStart {
-		t.Errorf("BP %d after substream 0's report, want %d", a.bp, bpStart)
+	plans, _ := run(&a, link{steady(1_000_000), true}, 6) // up to 100
+	if plans[5] != 100 {
+		t.Fatalf("plans %v: want 100", plans)
 	}
-	a.report(Report{Substream: 1, Lost: 5, Expected: 1000})
-	if a.bp != bpStart+bpStep {
-		t.Errorf("BP %d after substream 1's report, want %d", a.bp, bpStart+bpStep)
+	// Substream 5's part came late although the goodput said it would not
+	// (a loss burst): 100 is not planned again for the hold.
+	a.tcpReport(TCPReport{Substream: 5, TCPms: 6000, SlackMS: -500, SlackKnown: true})
+	for k := 6; k < 6+ceilingHold-1; k++ {
+		if b := a.plan(uint32(k), subDur, content); b >= 100 {
+			t.Fatalf("substream %d planned at %d under the ceiling 100", k, b)
+		}
+		a.tcpReport(TCPReport{Substream: uint32(k), TCPms: 1000, SlackMS: 4500, SlackKnown: true})
+	}
+	last := 0
+	for k := 6 + ceilingHold; k < 6+ceilingHold+3; k++ {
+		last = a.plan(uint32(k), subDur, content)
+		a.tcpReport(TCPReport{Substream: uint32(k), TCPms: 1000, SlackMS: 4500, SlackKnown: true})
+	}
+	if last != 100 {
+		t.Errorf("BP %d after the hold on a fast path: want 100 again", last)
+	}
+	// Late again soon after the lift: the next hold is twice as long.
+	a.tcpReport(TCPReport{Substream: uint32(6 + ceilingHold + 2), TCPms: 7000, SlackMS: -100, SlackKnown: true})
+	if a.hold != 2*ceilingHold || a.holdLeft != 2*ceilingHold {
+		t.Errorf("hold %d (left %d) after a failed probe: want %d", a.hold, a.holdLeft, 2*ceilingHold)
+	}
+}
+
+func TestAdaptiveBPDoesNotClimbOnACleanPath(t *testing.T) {
+	var a adaptiveBP
+	a.init(BPAuto)
+	plans, _ := run(&a, link{steady(1_000_000), false}, 12)
+	// Before the first Report (about three substreams) it climbs on the TCP
+	// prediction alone; once Reports say UDP loses nothing it holds.
+	for _, b := range plans[5:] {
+		if b != plans[4] {
+			t.Fatalf("plans %v: want it to hold from substream 4 on a clean path", plans)
+		}
+	}
+	if plans[4] > 75 {
+		t.Errorf("plans %v: climbed to %d on a clean path", plans, plans[4])
+	}
+}
+
+func TestAdaptiveBPWithAClientWithoutTCPReports(t *testing.T) {
+	// A client before TCPReports sends only Reports: BP stays at the start and a
+	// late TCP part lowers it (the Report's lateness).
+	var a adaptiveBP
+	a.init(BPAuto)
+	var plans []int
+	for k := 0; k < 6; k++ {
+		if k >= 3 {
+			r := Report{Substream: uint32(k - 3), Lost: 3, Expected: 100}
+			if k == 4 {
+				r.LateMS = 300
+			}
+			a.report(r)
+		}
+		plans = append(plans, a.plan(uint32(k), subDur, content))
+	}
+	if !slices.Equal(plans, []int{25, 25, 25, 25, 0, 0}) {
+		t.Errorf("plans %v: want 25 until substream 1's late Report, then 0", plans)
+	}
+}
+
+func TestAdaptiveBPIgnoresReportsOfUnknownSubstreams(t *testing.T) {
+	var a adaptiveBP
+	a.init(BPAuto)
+	a.tcpReport(TCPReport{Substream: 99, TCPms: 1, SlackMS: -1000, SlackKnown: true})
+	if len(a.rates) != 0 || a.ceiling != noCeiling {
+		t.Errorf("a report of a substream never planned moved the controller: rates %v ceiling %d", a.rates, a.ceiling)
+	}
+	if b := a.plan(0, subDur, content); b != bpStart {
+		t.Errorf("BP %d, want %d", b, bpStart)
+	}
+	a.tcpReport(TCPReport{Substream: 0, TCPms: 0}) // a zero time: no division by zero
+	if b := a.plan(1, 0, content); b < 0 || b > 100 {
+		t.Errorf("BP %d out of range", b)
 	}
 }
 
 func TestFixedBPIgnoresReports(t *testing.T) {
 	var a adaptiveBP
 	a.init(25)
-	plans := drive(&a, pathModel{0, true}, 6, 1)
+	plans, _ := run(&a, link{steady(10_000), true}, 6)
 	if !slices.Equal(plans, []int{25, 25, 25, 25, 25, 25}) {
 		t.Errorf("fixed BP moved: %v", plans)
-	}
-}
-
-func TestAdaptiveBPJudgesTheBPTheSubstreamHad(t *testing.T) {
-	var a adaptiveBP
-	a.init(BPAuto)
-	a.value()                               // substream 0 at 50
-	a.report(Report{Lost: 1, Expected: 10}) // (a report of nothing planned yet)
-	a.value()                               // substream 1 at 75
-	a.value()                               // substream 2 at 75
-	a.report(Report{Substream: 0, LateMS: 100})
-	if a.ceiling != 50 || a.bp != 25 {
-		t.Errorf("late report of substream 0 (planned at 50): ceiling %d BP %d, want 50 and 25", a.ceiling, a.bp)
-	}
-	a.report(Report{Substream: 99, LateMS: 100}) // never planned: judged by today's BP
-	if a.ceiling != 25 || a.bp != 0 {
-		t.Errorf("unknown substream: ceiling %d BP %d, want 25 and 0", a.ceiling, a.bp)
 	}
 }

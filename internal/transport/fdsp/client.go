@@ -63,6 +63,14 @@ type Stats struct {
 	Packets  int     `json:"packets"` // the video as pure UDP packets
 	Dups     int     `json:"duplicate_packets"`
 	Rejected int     `json:"rejected_datagrams"` // not this session's, or malformed
+	// The client's UDP socket: the receive buffer asked for (from the stream's
+	// rate, rcvbuf.go) and what the kernel granted (getsockopt's figure, twice the
+	// usable share; 0: unknown), and the datagrams the kernel dropped on it before
+	// the client read them — receive buffer full, or a bad checksum (a corrupting
+	// link) — a part of Lost that the link did not lose on the wire (-1: unknown).
+	RcvbufWanted int   `json:"udp_rcvbuf_wanted"`
+	RcvbufBytes  int   `json:"udp_rcvbuf_bytes"`
+	SocketDrops  int64 `json:"socket_drops"`
 	// Rebuffering: a substream's TCP part not complete at its first access unit's
 	// deadline. The first instance is the start-up delay (the study's convention).
 	RebufferMS    float64 `json:"rebuffer_ms"`
@@ -86,6 +94,11 @@ type Stats struct {
 	// Samples is the buffer over time: media whose TCP part is complete, ahead of the
 	// playhead, every SampleInterval.
 	Samples []Sample `json:"samples"`
+	// TCPParts is each substream's TCPReport as sent: how long its TCP part took
+	// and how early (or late) it was complete.
+	TCPParts []TCPReport `json:"tcp_parts"`
+	// StartedAt is the local wall time of the session's start (Samples' T = 0).
+	StartedAt time.Time `json:"started_at"`
 }
 
 // Sample is one point of the buffer time series.
@@ -93,6 +106,10 @@ type Sample struct {
 	T       float64 `json:"t"`        // session seconds
 	BufferS float64 `json:"buffer_s"` // media seconds ready to play (TCP part complete) ahead of the playhead
 	State   string  `json:"state"`    // startup, playing, stalled
+	// PlayheadS is the presentation time being shown (the last access unit played,
+	// 90 kHz media time in seconds, moving on by the wall clock within its duration);
+	// absent before the first. A live stream's latency is its wall time against this.
+	PlayheadS *float64 `json:"playhead_s,omitempty"`
 }
 
 // rxSub is one substream as it arrives.
@@ -102,7 +119,8 @@ type rxSub struct {
 	complete bool
 	doneAt   time.Time
 	frags    map[uint16]Fragment
-	doneSeq  int // sequence numbers below this belong to played access units
+	firstAt  time.Time // when its Substream frame arrived (the TCP part's first bytes)
+	doneSeq  int       // sequence numbers below this belong to played access units
 	// audio is kept only for a Sink (ClientOptions.NewSink), bounded by audioBytes.
 	audio      []Audio
 	audioBytes int
@@ -131,7 +149,18 @@ type client struct {
 	dts0     int64  // first substream's first DTS (90 kHz), -1 before
 	readyEnd uint64 // end (90 kHz) of the newest substream whose TCP part is complete
 	asc      []byte // the audio's AudioSpecificConfig (FrameAudioConfig)
-	sink     Sink   // from opts.NewSink at the first access unit; the player's only
+	// The playout clock as the player set it, so the TCP reader can tell how early
+	// a TCP part was (TCPReport): anchor is the first substream's completion, shift
+	// the rebuffering so far.
+	anchor time.Time
+	shift  time.Duration
+	// The last access unit played: its PTS (90 kHz), duration and deadline.
+	shownPTS, shownDur uint64
+	shownAt            time.Time
+	udp                net.Conn   // nil in all-TCP mode
+	drops0             int64      // the socket's drop count at the start
+	wmu                sync.Mutex // one writer of client frames at a time (reports from two goroutines)
+	sink               Sink       // from opts.NewSink at the first access unit; the player's only
 }
 
 // Play runs a client session to the end of the stream, Duration, a fatal error or
@@ -159,6 +188,7 @@ func Play(ctx context.Context, o ClientOptions) (Stats, error) {
 	}
 	c := &client{opts: o, log: o.Logger, start: time.Now(), changed: make(chan struct{}), subs: map[uint32]*rxSub{}, maxSeen: -1, state: "startup", dts0: -1}
 	c.stats.Mode = o.Mode.String()
+	c.stats.StartedAt = c.start
 	if o.Duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.Duration)
@@ -180,6 +210,8 @@ func Play(ctx context.Context, o ClientOptions) (Stats, error) {
 			return c.stats, fmt.Errorf("fdsp: UDP: %w", err)
 		}
 		defer u.Close()
+		c.udp, c.drops0 = u, socketDrops(u)
+		c.growRcvbuf(rcvbufFor(0, o.PlayoutDelay))
 		wg.Add(1)
 		go func() { defer wg.Done(); c.readUDP(u) }()
 		if err := c.bindUDP(ctx, u, br); err != nil {
@@ -204,6 +236,13 @@ func Play(ctx context.Context, o ClientOptions) (Stats, error) {
 	}
 	c.mu.Unlock()
 	if u != nil {
+		c.mu.Lock()
+		if d := socketDrops(u); d >= 0 && c.drops0 >= 0 {
+			c.stats.SocketDrops = d - c.drops0
+		} else {
+			c.stats.SocketDrops = -1
+		}
+		c.mu.Unlock()
 		u.Close() // ends readUDP
 	}
 	wg.Wait()
@@ -384,6 +423,7 @@ func (c *client) readFrames(br *bufio.Reader) error {
 				cur = c.sub(h.Index)
 				if cur != nil {
 					cur.hdr, cur.aus, cur.audio, cur.audioBytes = h, nil, nil, 0
+					cur.firstAt = time.Now()
 				}
 				if int64(h.Index) > c.maxSeen {
 					c.maxSeen = int64(h.Index)
@@ -408,8 +448,16 @@ func (c *client) readFrames(br *bufio.Reader) error {
 				if c.dts0 < 0 {
 					c.dts0 = int64(cur.hdr.FirstDTS)
 				}
+				if c.udp != nil {
+					c.growRcvbuf(rcvbufFor(substreamRate(cur.hdr, cur.aus), c.opts.PlayoutDelay))
+				}
+				tr := c.tcpReport(cur)
+				c.stats.TCPParts = append(c.stats.TCPParts, tr)
 				c.readyEnd = max(c.readyEnd, cur.hdr.FirstDTS+uint64(cur.hdr.Duration))
 				c.notify()
+				c.mu.Unlock()
+				c.send(FrameTCPReport, tr.Marshal())
+				c.mu.Lock()
 			}
 			cur = nil
 		case FrameEnd:
@@ -484,7 +532,59 @@ func (c *client) sample(ctx context.Context) {
 		if c.dts0 >= 0 {
 			buf = max(0, float64(int64(c.readyEnd)-c.dts0)/90000-c.stats.PlayedS)
 		}
-		c.stats.Samples = append(c.stats.Samples, Sample{T: time.Since(c.start).Seconds(), BufferS: buf, State: c.state})
+		c.stats.Samples = append(c.stats.Samples, Sample{T: time.Since(c.start).Seconds(), BufferS: buf, State: c.state, PlayheadS: c.playhead()})
 		c.mu.Unlock()
 	}
+}
+
+// growRcvbuf asks for a larger UDP receive buffer when n is more than asked so
+// far (a stream's rate is learnt from its substreams); c.mu is held.
+func (c *client) growRcvbuf(n int) {
+	if c.udp == nil || n <= c.stats.RcvbufWanted {
+		return
+	}
+	c.stats.RcvbufWanted = n
+	c.stats.RcvbufBytes = setRcvbuf(c.udp, n)
+}
+
+// tcpReport measures substream s's TCP part, just complete; c.mu is held. Its
+// deadline is the playout clock's for its first access unit: known once the
+// start-up substream set the clock (the anchor's own part has none). A part that
+// completes while an earlier one is still late will see that rebuffering added to
+// its deadline later: its slack here is then an underestimate, the safe side.
+func (c *client) tcpReport(s *rxSub) TCPReport {
+	r := TCPReport{Substream: s.hdr.Index, TCPms: uint32(max(0, s.doneAt.Sub(s.firstAt).Milliseconds()))}
+	if c.anchor.IsZero() {
+		c.anchor = s.doneAt // as play sets it: the first complete substream starts the clock
+		return r
+	}
+	due := c.anchor.Add(c.opts.PlayoutDelay + ticks90(s.hdr.FirstDTS-uint64(c.dts0)) + c.shift)
+	r.SlackMS, r.SlackKnown = int32(due.Sub(s.doneAt).Milliseconds()), true
+	return r
+}
+
+// send writes one client frame on the current TCP connection (best effort: a
+// dropped connection is the reader's to notice).
+func (c *client) send(t FrameType, payload []byte) {
+	c.mu.Lock()
+	conn := c.conn
+	c.mu.Unlock()
+	if conn == nil {
+		return
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_ = conn.SetWriteDeadline(time.Now().Add(time.Second))
+	_ = WriteFrame(conn, t, payload)
+}
+
+// playhead is the presentation time being shown (seconds, 90 kHz media time): the
+// last access unit played, advanced by the wall clock within its duration; nil
+// before the first. c.mu is held.
+func (c *client) playhead() *float64 {
+	if c.shownAt.IsZero() {
+		return nil
+	}
+	p := float64(c.shownPTS)/90000 + min(time.Since(c.shownAt).Seconds(), float64(c.shownDur)/90000)
+	return &p
 }

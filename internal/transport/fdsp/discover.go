@@ -70,6 +70,9 @@ func Discover(ctx context.Context, u *url.URL, c *http.Client) (Endpoint, error)
 	return Endpoint{}, fmt.Errorf("fdsp: %s is not in %s", key, api.String())
 }
 
+// Live reports whether the endpoint is a live channel's.
+func (e Endpoint) Live() bool { return strings.HasPrefix(e.Stream, "live/") }
+
 func parseEndpoint(s, defaultHost string) (Endpoint, error) {
 	e, err := url.Parse(s)
 	if err != nil || e.Scheme != "fdsp" || e.Port() == "" {

@@ -3,6 +3,7 @@ package fdsp
 import (
 	"bytes"
 	"context"
+	"os"
 	"testing"
 	"time"
 )
@@ -46,5 +47,96 @@ func TestLoopbackModes(t *testing.T) {
 				t.Fatalf("ffmpeg decoded %d frames of %d:\n%s", frames, st.AUs, log)
 			}
 		})
+	}
+}
+
+// TestTCPBytesIsWhatThePlanWrites: the byte count adaptive BP predicts from is
+// exactly the TCP part plan makes, in every mode and at every BP step.
+func TestTCPBytesIsWhatThePlanWrites(t *testing.T) {
+	h := testAsset(t)
+	st, err := h.Stream("asset", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := newMediaReader(st, "", 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := rd.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []Mode{ModeFDSP, ModeTCP, ModeUDP} {
+		for bp := 0; bp <= 100; bp += bpStep {
+			hdr, aus := plan(ss, rd.ps, mode, bp, 1)
+			var b bytes.Buffer
+			_ = WriteFrame(&b, FrameSubstream, hdr.Marshal())
+			for _, a := range aus {
+				_ = WriteFrame(&b, FrameAU, a.au.Marshal())
+			}
+			for _, a := range ss.audio {
+				_ = WriteFrame(&b, FrameAudio, a.Marshal())
+			}
+			_ = WriteFrame(&b, FrameSubstreamOK, u32Payload(hdr.Index))
+			if got := tcpBytes(ss, rd.ps, mode, bp); got != b.Len() {
+				t.Errorf("%s BP %d: tcpBytes %d, the plan writes %d", mode, bp, got, b.Len())
+			}
+		}
+	}
+}
+
+// TestClientMeasuresForAdaptiveBP: over loopback the client sends a TCPReport
+// for every substream (the server's controller has goodputs and, past the
+// start-up, windows from them), sizes its UDP receive buffer from the stream's
+// rate, counts no socket drops, and samples a playhead that moves with the media.
+func TestClientMeasuresForAdaptiveBP(t *testing.T) {
+	h := testAsset(t)
+	s := startServer(t, h, Options{Substream: 2 * time.Second})
+	st, err := Play(context.Background(), ClientOptions{Addr: s.Addr().String(), Stream: "vod/asset", Mode: ModeFDSP, BP: BPAuto, SampleInterval: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	var ss *session
+	for _, x := range s.sessions {
+		ss = x
+	}
+	s.mu.Unlock()
+	if ss == nil {
+		t.Fatal("no session kept after the play")
+	}
+	ss.bp.mu.Lock()
+	rates, windows := len(ss.bp.rates), len(ss.bp.windows)
+	ss.bp.mu.Unlock()
+	// 4 substreams: every one gives a goodput, the three past the start-up a window
+	// (at most keepMeasure are kept).
+	if rates != keepMeasure || windows != keepMeasure {
+		t.Errorf("controller kept %d goodputs and %d windows, want %d of each", rates, windows, keepMeasure)
+	}
+	if st.RcvbufWanted < minRcvbuf {
+		t.Errorf("receive buffer asked %d, want at least %d", st.RcvbufWanted, minRcvbuf)
+	}
+	// The kernel reports twice what it grants the data; without privileges the
+	// grant is capped at net.core.rmem_max, so only its presence is checked then.
+	if st.RcvbufBytes <= 0 || os.Geteuid() == 0 && st.RcvbufBytes < 2*st.RcvbufWanted {
+		t.Errorf("receive buffer granted %d of %d asked", st.RcvbufBytes, st.RcvbufWanted)
+	}
+	if st.SocketDrops != 0 {
+		t.Errorf("%d datagrams dropped by the socket on loopback", st.SocketDrops)
+	}
+	var last float64
+	n := 0
+	for _, x := range st.Samples {
+		if x.PlayheadS == nil {
+			continue
+		}
+		if *x.PlayheadS < last {
+			t.Errorf("playhead went back from %.3f to %.3f s", last, *x.PlayheadS)
+		}
+		last = *x.PlayheadS
+		n++
+	}
+	if n < 4 || last < 4 || last > 8.1 {
+		t.Errorf("%d samples with a playhead, the last at %.3f s: want it moving through the 8 s asset", n, last)
 	}
 }

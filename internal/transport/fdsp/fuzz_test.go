@@ -44,6 +44,8 @@ func seedFrames() []byte {
 	_ = WriteFrame(&b, FrameAudio, Audio{PTS: 1, Data: []byte{1, 2}}.Marshal())
 	_ = WriteFrame(&b, FrameSubstreamOK, u32Payload(1))
 	_ = WriteFrame(&b, FrameReport, Report{Substream: 1, Lost: 1, Expected: 3, LateMS: 4}.Marshal())
+	_ = WriteFrame(&b, FrameTCPReport, TCPReport{Substream: 2, TCPms: 1800, SlackMS: -250, SlackKnown: true}.Marshal())
+	_ = WriteFrame(&b, FrameTCPReport, TCPReport{TCPms: 900}.Marshal()) // the start-up: no slack
 	return b.Bytes()
 }
 
@@ -84,6 +86,10 @@ func FuzzFrames(f *testing.F) {
 				}
 			case FrameReport:
 				if m, err := ParseReport(p); err == nil {
+					again = m.Marshal()
+				}
+			case FrameTCPReport:
+				if m, err := ParseTCPReport(p); err == nil {
 					again = m.Marshal()
 				}
 			}

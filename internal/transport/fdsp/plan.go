@@ -54,3 +54,32 @@ func plan(ss *substream, ps *avc.ParameterSets, mode Mode, bp int, ssrc uint32) 
 	}
 	return hdr, out
 }
+
+// tcpBytes is what substream ss's TCP part would be at bp in mode, frames
+// included (Substream, AU maps, audio, SubstreamOK), without planning it: the
+// byte count adaptive BP predicts the part's time from.
+func tcpBytes(ss *substream, ps *avc.ParameterSets, mode Mode, bp int) int {
+	n := 5 + 26 + 5 + 4 // Substream's fixed fields, SubstreamOK
+	for _, p := range ss.params {
+		n += 2 + len(p)
+	}
+	for _, a := range ss.aus {
+		n += 5 + 22 // AU frame, its fixed fields
+		for _, nal := range a.nals {
+			k := len(nal)
+			switch mode {
+			case ModeUDP:
+				k = 0
+			case ModeFDSP:
+				if s, err := ps.Split(nal, bp); err == nil {
+					k = s
+				}
+			}
+			n += 8 + k
+		}
+	}
+	for _, a := range ss.audio {
+		n += 5 + 8 + len(a.Data)
+	}
+	return n
+}

@@ -46,6 +46,7 @@ func (c *client) play(ctx context.Context) error {
 			if late = s.doneAt.Sub(due); late > 0 {
 				shift += late
 				c.mu.Lock()
+				c.shift = shift
 				c.stats.RebufferMS += ms(late)
 				c.stats.RebufferCount++
 				c.mu.Unlock()
@@ -55,7 +56,6 @@ func (c *client) play(ctx context.Context) error {
 		}
 		lost, expected, err := c.playSubstream(ctx, s, deadline)
 		c.mu.Lock()
-		conn := c.conn
 		c.stats.Substreams++
 		c.stats.BPs = append(c.stats.BPs, int(s.hdr.BP))
 		c.bpSum += int(s.hdr.BP)
@@ -63,10 +63,7 @@ func (c *client) play(ctx context.Context) error {
 		c.playing = k + 1
 		st := c.stats
 		c.mu.Unlock()
-		if conn != nil {
-			_ = conn.SetWriteDeadline(time.Now().Add(time.Second))
-			_ = WriteFrame(conn, FrameReport, Report{Substream: k, Lost: uint32(lost), Expected: uint32(expected), LateMS: uint32(late.Milliseconds())}.Marshal())
-		}
+		c.send(FrameReport, Report{Substream: k, Lost: uint32(lost), Expected: uint32(expected), LateMS: uint32(late.Milliseconds())}.Marshal())
 		if c.opts.Progress != nil {
 			c.opts.Progress(st)
 		}
@@ -159,6 +156,7 @@ func (c *client) playSubstream(ctx context.Context, s *rxSub, deadline func(uint
 		c.stats.Expected += int(a.UDPPackets)
 		c.stats.Packets += udpPackets(a)
 		c.stats.AUs++
+		c.shownPTS, c.shownDur, c.shownAt = uint64(int64(a.DTS)+int64(a.CTO)), uint64(a.Duration), time.Now()
 		c.stats.PlayedS += float64(a.Duration) / 90000
 		if whole {
 			c.stats.Whole++

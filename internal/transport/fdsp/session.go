@@ -206,9 +206,14 @@ func (ss *session) run(ctx context.Context, br *bufio.Reader, w *countingWriter,
 				cancel(fmt.Errorf("reading the client: %w", err))
 				return
 			}
-			if t == FrameReport {
+			switch t {
+			case FrameReport:
 				if r, err := ParseReport(p); err == nil {
 					ss.bp.report(r)
+				}
+			case FrameTCPReport:
+				if r, err := ParseTCPReport(p); err == nil {
+					ss.bp.tcpReport(r)
 				}
 			}
 		}
@@ -258,7 +263,8 @@ func (ss *session) writeTCP(ctx context.Context, w *countingWriter, jobs chan<- 
 		if sub.index < resume {
 			continue
 		}
-		hdr, aus := plan(sub, ss.rd.ps, ss.mode, ss.bp.value(), ss.ssrc)
+		bp := ss.bp.plan(sub.index, ticks90(uint64(sub.dur)), func(bp int) int { return tcpBytes(sub, ss.rd.ps, ss.mode, bp) })
+		hdr, aus := plan(sub, ss.rd.ps, ss.mode, bp, ss.ssrc)
 		bw := bufio.NewWriterSize(w, 64<<10)
 		if err := WriteFrame(bw, FrameSubstream, hdr.Marshal()); err != nil {
 			return err

@@ -31,6 +31,7 @@ const (
 	FrameReport      FrameType = 9  // client → server: PLR and TCP lateness of a substream
 	FrameError       FrameType = 10 // server → client: the session was refused or failed
 	FrameAudioConfig FrameType = 11 // server → client: the audio's AAC AudioSpecificConfig (audio.go)
+	FrameTCPReport   FrameType = 12 // client → server: how long a substream's TCP part took and its slack
 )
 
 // MaxFrame bounds a frame's payload: one access unit's critical part fits with room.
@@ -129,6 +130,54 @@ type Report struct {
 	Lost      uint32 // UDP packets lost or late
 	Expected  uint32 // UDP packets of the substream
 	LateMS    uint32 // how long after its deadline the substream's TCP part completed
+}
+
+// TCPReport is the client's measure of one substream's TCP part, sent as soon as
+// the part is complete (SubstreamOK), not after the play-out as Report is: the
+// input adaptive BP predicts the next substream's TCP time from.
+type TCPReport struct {
+	Substream uint32 `json:"substream"`
+	// TCPms is how long the part took to arrive: from its Substream frame to its
+	// SubstreamOK frame.
+	TCPms uint32 `json:"tcp_ms"`
+	// SlackMS is how early the part was complete before its first access unit was
+	// due (negative: how late); meaningful only when SlackKnown. The start-up
+	// substream, which starts the playout clock, has none.
+	SlackMS    int32 `json:"slack_ms"`
+	SlackKnown bool  `json:"slack_known"`
+}
+
+const tcpReportSlackKnown = 1 // TCPReport flags bit 0
+
+// Marshal encodes the TCPReport.
+func (m TCPReport) Marshal() []byte {
+	b := binary.BigEndian.AppendUint32(nil, m.Substream)
+	b = binary.BigEndian.AppendUint32(b, m.TCPms)
+	b = binary.BigEndian.AppendUint32(b, uint32(m.SlackMS))
+	var flags byte
+	if m.SlackKnown {
+		flags |= tcpReportSlackKnown
+	}
+	return append(b, flags)
+}
+
+// ParseTCPReport decodes a TCPReport (outside bytes); flag bits it does not know
+// are an error, so a later meaning cannot be misread.
+func ParseTCPReport(p []byte) (TCPReport, error) {
+	r := &reader{b: p}
+	m := TCPReport{Substream: r.u32(), TCPms: r.u32(), SlackMS: int32(r.u32())}
+	flags := r.u8()
+	if err := r.done(); err != nil {
+		return m, err
+	}
+	if flags&^tcpReportSlackKnown != 0 {
+		return m, fmt.Errorf("%w: TCP report flags %#x", ErrFormat, flags)
+	}
+	m.SlackKnown = flags&tcpReportSlackKnown != 0
+	if !m.SlackKnown && m.SlackMS != 0 {
+		return m, fmt.Errorf("%w: TCP report slack %d ms without its flag", ErrFormat, m.SlackMS)
+	}
+	return m, nil
 }
 
 // WriteFrame writes one frame.
