@@ -123,9 +123,11 @@ if ev:
     errs = [e for e in ev if e["event"] in ("error", "metrics")]
     print(f"Every error of a healthy viewer and every failed scrape of /metrics ({len(errs)}; all events in events.csv):")
     print()
-    print("| t (s) | kind | what failed | after (s) | error | load gen lag over it (ms) | origin CPU / throttled periods, 5 s before | core 0 / 1 busy | steal | load gen sched p99 (ms) |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| t (s) | kind | what failed | after (s) | error | cause | load gen lag over it (ms) | origin CPU / throttled periods, 5 s before | core 0 / 1 busy | steal | load gen sched p99 (ms) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for e in errs:
+        # A scrape is the load generator's request too: the same rule as an error's.
+        cause = e.get("cause") or ("viewer starved" if e["viewer_lag_ms"] >= 500 * e.get("gap_s", 0) else "origin or network")
         w5 = window(e["t_s"], 5)
         ocpu = statistics.mean(p.get("origin_cpu", 0) for p in w5) if w5 else float("nan")
         thr = sum(p.get("cg_throttled", 0) for p in w5)
@@ -135,7 +137,7 @@ if ev:
         sp = max((p.get("load_sched_p99_ms", 0) for p in w5), default=float("nan"))
         err = e.get("err", "").replace("|", "/")
         err = re.sub(r'"http://[^"]*/(live|ws)/', r'"…/\1/', err)
-        print(f"| {e['t_s']:.1f} | {e['kind']} | {e.get('stage','')} | {e.get('gap_s',0):.2f} | `{err}` | {e['viewer_lag_ms']:.0f} | {ocpu:.3f} / {thr}/{per} | {cb[0]:.2f} / {cb[1]:.2f} | {st:.3f} | {sp:.1f} |")
+        print(f"| {e['t_s']:.1f} | {e['kind']} | {e.get('stage','')} | {e.get('gap_s',0):.2f} | `{err}` | {cause} | {e['viewer_lag_ms']:.0f} | {ocpu:.3f} / {thr}/{per} | {cb[0]:.2f} / {cb[1]:.2f} | {st:.3f} | {sp:.1f} |")
     stalls = [e for e in ev if e["event"] == "stall"]
     print()
     print(f"Stalls of healthy viewers ({len(stalls)}), grouped into episodes (stalls ending within 10 s of each other); each stall is a row of events.csv:")

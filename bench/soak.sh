@@ -8,8 +8,8 @@
 # slopes, response times per minute, viewers' skips and stalls), OUT/soak.txt (the
 # summary) and OUT/soak.info.json (conditions).
 #
-# env: OUT=docs/results/soak/DATE DURATION=30m CPU_QUOTA=0.15 NICE=-10 WS=750 HTTP1=750
-#      HTTP2=225 HLS=75 SESSION=60s VANISH=0.2 SLOW=0.02
+# env: OUT=docs/results/soak/DATE DURATION=30m CPU_QUOTA=0.15 NICE=-10 WS=1000 HTTP1=1000
+#      HTTP2=300 HLS=100 SESSION=60s VANISH=0.2 SLOW=0.02
 # Needs root (cgroups), taskset, curl. Usage: sudo bench/soak.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,9 +17,10 @@ BIN=${BIN:-bin/streambed}
 OUT=${OUT:-docs/results/soak/$(date -u +%Y-%m-%d)}
 DURATION=${DURATION:-30m}
 CPU_QUOTA=${CPU_QUOTA:-0.15}
-# About half of this mix's measured capacity at this budget (bench/soak-steps.sh:
-# ×1.5 of 1000/1000/300/100 kept every viewer in real time, ×2 did not).
-WS=${WS:-750} HTTP1=${HTTP1:-750} HTTP2=${HTTP2:-225} HLS=${HLS:-75}
+# At most half of this mix's measured capacity at this budget (bench/soak-steps.sh,
+# docs/results/soak.md "Capacity": ×2 of this mix kept every viewer in real time with
+# the origin at 81% of its quota; ×3 did not).
+WS=${WS:-1000} HTTP1=${HTTP1:-1000} HTTP2=${HTTP2:-300} HLS=${HLS:-100}
 SESSION=${SESSION:-60s} VANISH=${VANISH:-0.2} SLOW=${SLOW:-0.02}
 ASSETS=${ASSETS:-.cache/bench/capacity-assets}
 # The origin and the load generator run at nice NICE (inherited from this shell): on a
