@@ -5,6 +5,7 @@ against its quota and its throttled periods (from the once-a-second timeline), t
 p99 segment response over the steady minutes, stalls of healthy viewers by cause,
 errors, and the load generator's own CPU and lateness."""
 import glob
+import gzip
 import json
 import os
 import statistics
@@ -17,7 +18,8 @@ def pct(v, q):
 
 
 def step(d):
-    r = json.load(open(os.path.join(d, "soak.json")))
+    f = os.path.join(d, "soak.json")
+    r = json.load(gzip.open(f + ".gz") if not os.path.exists(f) else open(f))
     info = json.load(open(os.path.join(d, "soak.info.json")))
     env = dict(kv.split("=", 1) for kv in info["env"].split())
     ramp, dur = r["ramp_s"], r["duration_s"]
@@ -55,9 +57,9 @@ def step(d):
 def main():
     d = sys.argv[1]
     dirs = sorted(glob.glob(os.path.join(d, "step-*/")), key=lambda p: float(os.path.basename(p.rstrip("/")).removeprefix("step-")))
-    rows = [step(x.rstrip("/")) for x in dirs if os.path.exists(os.path.join(x, "soak.json"))]
+    rows = [step(x.rstrip("/")) for x in dirs if os.path.exists(os.path.join(x, "soak.json")) or os.path.exists(os.path.join(x, "soak.json.gz"))]
     json.dump(rows, open(os.path.join(d, "steps.json"), "w"), indent=1)
-    print("| scale | slots ws/http1/http2/hls | viewers | origin CPU (cores) | of quota | throttled periods | p99 ms (median minute / worst) | healthy segments | stalls (viewer starved) | skips | errors | failed scrapes | load gen CPU (of it GC) | load gen lag p99 of 1 s max (ms) | timeline seconds missing | core 0 / core 1 busy | loadavg max |")
+    print("| scale | slots ws/http1/http2/hls | viewers | origin CPU (cores) | of quota | throttled periods | p99 ms (median minute / worst) | healthy segments | stalls (viewer starved) | skips | errors | failed scrapes | load gen CPU (GC: runtime estimate, counts idle-time marking) | load gen lag p99 of 1 s max (ms) | timeline seconds missing | core 0 / core 1 busy | loadavg max |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         s = r["slots"]

@@ -3,6 +3,7 @@
 `streambed load --soak --out` report: viewers, origin slopes (whole steady part and
 its second half, least squares as the Go code fits them), the origin every 5 minutes,
 response times per minute."""
+import gzip
 import json
 import sys
 
@@ -22,7 +23,7 @@ def fit(xs, ys):
     return b * 3600, my, r2
 
 
-r = json.load(open(sys.argv[1]))
+r = json.load(gzip.open(sys.argv[1]) if sys.argv[1].endswith(".gz") else open(sys.argv[1]))  # big step reports are kept gzipped
 steady = [s for s in r["samples"] if s["phase"] == "steady"]
 end = max(s["t_s"] for s in steady)
 half = (r["ramp_s"] + end) / 2
