@@ -91,10 +91,13 @@ if ev or pulse:
     with open(os.path.join(folder, "pulse.csv"), "w", newline="") as f:
         keys = ["t_s", "viewers", "loadavg1", "core_busy", "steal", "origin_cpu", "cg_periods", "cg_throttled", "cg_throttled_ms",
                 "load_cpu", "load_sched_p99_ms", "load_sched_max_ms", "load_gc_cpu", "load_gcs", "load_lag_max_ms", "load_lag_sum_ms"]
+        sockets = ["established", "syn_recv", "close_wait", "closing", "time_wait", "accept_queue"]
         w = csv.writer(f)
-        w.writerow(keys)
+        w.writerow(keys + ["origin_" + k for k in sockets] + ["load_dials"])
         for p in pulse:
-            w.writerow([" ".join(str(c) for c in p.get(k) or []) if k == "core_busy" else p.get(k, "") for k in keys])
+            so = p.get("origin_sockets") or {}
+            w.writerow([" ".join(str(c) for c in p.get(k) or []) if k == "core_busy" else p.get(k, "") for k in keys]
+                       + [so.get(k, "") for k in sockets] + [p.get("load_dials", "")])
 
 # The origin's garbage collections (GODEBUG=gctrace=1 in origin.log), on the soak's clock.
 gcs = []

@@ -249,7 +249,7 @@ func RunSoak(ctx context.Context, o SoakOptions) (*SoakResult, error) {
 			}()
 		}
 	}
-	pl := startPulse(begin, o.OriginPID, o.OriginCgroup, lag, &live)
+	pl := startPulse(begin, o.OriginPID, o.OriginCgroup, originPort(t.HTTPBase), lag, &live, &ev.dials)
 	stopSampling := smp.every(ctx, o.Sample, begin, o.Ramp, o.Duration, &live)
 	stopProgress := soakProgress(o.Progress, begin, &live)
 	wg.Wait()
@@ -322,7 +322,7 @@ func runSlot(ctx context.Context, o *SoakOptions, kind string, slow bool, at tim
 		length := time.Duration(float64(o.Session) * (0.5 + rng.Float64()))
 		vanish := rng.Float64() < o.Vanish
 		sctx, cancel := context.WithTimeout(ctx, length)
-		env := &viewerEnv{t: o.Target, o: o, conns: &connSet{}, slow: slow, vanish: vanish, rec: rec, ev: ev, kindName: kind}
+		env := &viewerEnv{t: o.Target, o: o, conns: &connSet{dials: &ev.dials}, slow: slow, vanish: vanish, rec: rec, ev: ev, kindName: kind}
 		if slow {
 			env.conns.slowBps = o.SlowBps
 		}

@@ -3,6 +3,7 @@ package load
 import (
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -50,6 +51,7 @@ type eventLog struct {
 	begin   time.Time
 	lag     *lagMonitor
 	after   time.Duration // the stall threshold
+	dials   atomic.Int64  // connections the viewers opened (the timeline shows them per second)
 	mu      sync.Mutex
 	events  []SoakEvent
 	dropped int

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -126,7 +127,7 @@ func TestPulseSeconds(t *testing.T) {
 	begin := time.Now()
 	lag := startLagMonitor(begin, 50*time.Millisecond)
 	defer lag.close()
-	p := startPulse(begin, os.Getpid(), "", lag, nil)
+	p := startPulse(begin, os.Getpid(), "", 1, lag, nil, nil)
 	time.Sleep(2500 * time.Millisecond)
 	out := p.finish()
 	if len(out) < 1 {
@@ -174,5 +175,41 @@ func TestBucketQuantile(t *testing.T) {
 	st, p99, mx := s.read()
 	if p99 < 0 || mx < p99 || st.gcCPU < 0 {
 		t.Errorf("self: %+v p99 %v max %v", st, p99, mx)
+	}
+}
+
+func TestCountSockets(t *testing.T) {
+	// Port 18761 is 0x4949; a client socket (remote port 4949) and another port's
+	// socket must not count.
+	table := `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:4949 00000000:0000 0A 00000000:00000007 00:00000000 00000000     0        0 1 1 0 100 0 0 10 0
+   1: 0100007F:4949 0100007F:A001 01 00000000:00000000 00:00000000 00000000     0        0 2 1 0 20 4 30 10 -1
+   2: 0100007F:4949 0100007F:A002 01 00000000:00000000 00:00000000 00000000     0        0 3 1 0 20 4 30 10 -1
+   3: 0100007F:4949 0100007F:A003 08 00000000:00000000 00:00000000 00000000     0        0 4 1 0 20 4 30 10 -1
+   4: 0100007F:4949 0100007F:A004 06 00000000:00000000 00:00000000 00000000     0        0 0 1 0 20 4 30 10 -1
+   5: 0100007F:4949 0100007F:A005 03 00000000:00000000 00:00000000 00000000     0        0 0 1 0 20 4 30 10 -1
+   6: 0100007F:4949 0100007F:A006 05 00000000:00000000 00:00000000 00000000     0        0 0 1 0 20 4 30 10 -1
+   7: 0100007F:A001 0100007F:4949 01 00000000:00000000 00:00000000 00000000     0        0 5 1 0 20 4 30 10 -1
+   8: 0100007F:1F90 0100007F:A007 01 00000000:00000000 00:00000000 00000000     0        0 6 1 0 20 4 30 10 -1
+   9: garbage
+`
+	var s OriginSockets
+	countSockets(strings.NewReader(table), 18761, &s)
+	want := OriginSockets{Established: 2, SynRecv: 1, CloseWait: 1, Closing: 1, TimeWait: 1, AcceptQueue: 7}
+	if s != want {
+		t.Errorf("%+v, want %+v", s, want)
+	}
+	if _, ok := originSockets(18761); !ok {
+		if _, err := os.Stat("/proc/net/tcp"); err == nil {
+			t.Error("/proc/net/tcp exists but was not read")
+		}
+	}
+}
+
+func TestOriginPort(t *testing.T) {
+	for in, want := range map[string]int{"http://127.0.0.1:18761": 18761, "https://o.example": 443, "http://o.example/x": 80, "::bad": 0, "": 0} {
+		if got := originPort(in); got != want {
+			t.Errorf("originPort(%q) = %d, want %d", in, got, want)
+		}
 	}
 }

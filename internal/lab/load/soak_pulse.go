@@ -2,10 +2,12 @@ package load
 
 import (
 	"bufio"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,7 +31,11 @@ type PulseSecond struct {
 	Periods     int64   `json:"cg_periods,omitempty"`
 	Throttled   int64   `json:"cg_throttled,omitempty"`
 	ThrottledMs float64 `json:"cg_throttled_ms,omitempty"`
-	SelfCPU     float64 `json:"load_cpu"` // the load generator's cores
+	// The origin's side of its TCP connections on its port (/proc/net/tcp) and the
+	// connections the viewers opened in the second.
+	Sockets *OriginSockets `json:"origin_sockets,omitempty"`
+	Dials   int64          `json:"load_dials"`
+	SelfCPU float64        `json:"load_cpu"` // the load generator's cores
 	// The load generator's goroutines' wait for a processor (runtime/metrics) over the
 	// second: 99th percentile and largest, and its garbage collector's CPU.
 	SchedP99Ms float64 `json:"load_sched_p99_ms"`
@@ -43,7 +49,9 @@ type PulseSecond struct {
 type pulse struct {
 	begin  time.Time
 	pid    int
-	cgroup string // the origin's cgroup folder (cpu.stat), or ""
+	cgroup string        // the origin's cgroup folder (cpu.stat), or ""
+	port   int           // the origin's TCP port, for its sockets; 0: not counted
+	dials  *atomic.Int64 // connections the viewers opened so far
 	lag    *lagMonitor
 	live   *activeCount
 	sched  *selfSched
@@ -53,8 +61,8 @@ type pulse struct {
 	done   chan struct{}
 }
 
-func startPulse(begin time.Time, pid int, cgroup string, lag *lagMonitor, live *activeCount) *pulse {
-	p := &pulse{begin: begin, pid: pid, cgroup: cgroup, lag: lag, live: live, sched: newSelfSched(), stop: make(chan struct{}), done: make(chan struct{})}
+func startPulse(begin time.Time, pid int, cgroup string, port int, lag *lagMonitor, live *activeCount, dials *atomic.Int64) *pulse {
+	p := &pulse{begin: begin, pid: pid, cgroup: cgroup, port: port, dials: dials, lag: lag, live: live, sched: newSelfSched(), stop: make(chan struct{}), done: make(chan struct{})}
 	go p.run()
 	return p
 }
@@ -67,6 +75,7 @@ type pulseState struct {
 	periods, throttled int64
 	throttledNs        int64
 	self               float64
+	dials              int64
 	sched              selfSchedState
 	schedP99, schedMax float64
 }
@@ -82,6 +91,9 @@ func (p *pulse) read() pulseState {
 		s.periods, s.throttled, s.throttledNs = st["nr_periods"], st["nr_throttled"], st["throttled_time"]
 	}
 	s.self = selfCPU()
+	if p.dials != nil {
+		s.dials = p.dials.Load()
+	}
 	s.sched, s.schedP99, s.schedMax = p.sched.read()
 	return s
 }
@@ -117,6 +129,12 @@ func (p *pulse) run() {
 			ps.SchedP99Ms, ps.SchedMaxMs = round(cur.schedP99*1000), round(cur.schedMax*1000)
 			ps.GCCPU = round((cur.sched.gcCPU - prev.sched.gcCPU) / dt)
 			ps.GCs = cur.sched.gcCycles - prev.sched.gcCycles
+			ps.Dials = cur.dials - prev.dials
+			if p.port > 0 {
+				if so, ok := originSockets(p.port); ok {
+					ps.Sockets = &so
+				}
+			}
 			ps.Periods, ps.Throttled = cur.periods-prev.periods, cur.throttled-prev.throttled
 			ps.ThrottledMs = round(float64(cur.throttledNs-prev.throttledNs) / 1e6)
 			if sec >= 0 {
@@ -206,4 +224,20 @@ func coreTicks() (cores [][2]uint64, steal, total uint64) {
 		cores = append(cores, [2]uint64{all - idle, all})
 	}
 	return cores, steal, total
+}
+
+// originPort is the TCP port of an http(s) base URL (80 or 443 by default), 0 if none.
+func originPort(base string) int {
+	u, err := url.Parse(base)
+	if err != nil || u.Host == "" {
+		return 0
+	}
+	if p := u.Port(); p != "" {
+		n, _ := strconv.Atoi(p)
+		return n
+	}
+	if u.Scheme == "https" {
+		return 443
+	}
+	return 80
 }

@@ -99,6 +99,17 @@ func TestSoakShort(t *testing.T) {
 	if len(res.Pulse) < int(res.DurationS/2) {
 		t.Errorf("%d seconds of the timeline in a %v s run", len(res.Pulse), res.DurationS)
 	}
+	var dials int64
+	established := 0
+	for _, p := range res.Pulse {
+		dials += p.Dials
+		if p.Sockets != nil {
+			established = max(established, p.Sockets.Established)
+		}
+	}
+	if dials == 0 || established == 0 {
+		t.Errorf("the timeline saw %d dials and at most %d established origin sockets", dials, established)
+	}
 	if len(res.Minutes) == 0 || res.Minutes[0].All.N == 0 {
 		t.Errorf("no response times recorded: %+v", res.Minutes)
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/streambed/streambed/internal/lab/load/workload"
@@ -22,11 +23,15 @@ import (
 // response. With slowBps every connection reads at that rate.
 type connSet struct {
 	slowBps int64
+	dials   *atomic.Int64 // the run's count of connections opened, if kept
 	mu      sync.Mutex
 	conns   []*net.TCPConn
 }
 
 func (s *connSet) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	if s.dials != nil {
+		s.dials.Add(1)
+	}
 	c, err := (&net.Dialer{Timeout: 10 * time.Second}).DialContext(ctx, network, addr)
 	if err != nil {
 		return nil, err
