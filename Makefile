@@ -123,6 +123,12 @@ bench-soak: build
 	@scripts/ensure-deb.sh $(BENCH_CAPACITY_DEPS)
 	bench/soak.sh
 
+# The soak mix's capacity at the soak's CPU budget, in steps (docs/results/soak.md).
+.PHONY: bench-soak-steps
+bench-soak-steps: build
+	@scripts/ensure-deb.sh $(BENCH_CAPACITY_DEPS)
+	bench/soak-steps.sh
+
 bench-ws-capacity-nginx: build
 	@scripts/ensure-deb.sh $(BENCH_CAPACITY_DEPS)
 	bench/ws-capacity-nginx.sh

@@ -61,7 +61,8 @@ func loadSoak(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		slow     = fs.Float64("slow", 0.05, "share of viewer slots that read at half the stream's bitrate")
 		sample   = durationFlag(fs, "sample", 5*time.Second, "origin sampling interval")
 		settle   = durationFlag(fs, "settle", 30*time.Second, "after all viewers left, wait up to this for the origin to settle")
-		pid      = fs.Int("origin-pid", 0, "the origin's process ID: adds /proc/PID/fd counts to the samples")
+		pid      = fs.Int("origin-pid", 0, "the origin's process ID: adds /proc/PID/fd counts to the samples and its CPU to the timeline")
+		cgroup   = fs.String("origin-cgroup", "", "the origin's cgroup v1 cpu folder: its throttling (cpu.stat) goes into the timeline")
 		tracks   = fs.String("tracks", "", "comma-separated track IDs to receive (default: top video rung and first audio)")
 		seed     = fs.Uint64("seed", 1, "seed of the session lengths and vanishings")
 		out      = fs.String("out", "", "write the JSON report to this file (atomically)")
@@ -85,7 +86,7 @@ func loadSoak(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	o := load.SoakOptions{Target: target, Viewers: map[string]int{load.WS: *ws, load.HTTP1: *h1, load.HTTP2: *h2, load.SoakHLS: *hlsN},
 		Duration: *duration, Ramp: *ramp, Session: *sessionD, Vanish: *vanish, Slow: *slow, Sample: *sample, Settle: *settle,
-		OriginPID: *pid, Insecure: *insecure, Seed: *seed}
+		OriginPID: *pid, OriginCgroup: *cgroup, Insecure: *insecure, Seed: *seed}
 	if !*quiet {
 		o.Progress = stderr
 		fmt.Fprintf(stderr, "soak %s: ws %d, http1 %d, http2 %d, hls %d viewers for %s\n", pos[0], *ws, *h1, *h2, *hlsN, *duration)
@@ -109,8 +110,13 @@ func loadSoak(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func printSoak(w io.Writer, r *load.SoakResult) {
 	fmt.Fprintf(w, "soak %s (%s), %.0f s, sessions %.0f s mean, vanish %.2f, slow %.2f\n", r.Channel, strings.Join(r.Tracks, ","), r.DurationS, r.SessionS, r.Vanish, r.Slow)
 	for _, k := range r.Kinds {
-		fmt.Fprintf(w, "  %-5s ×%-5d sessions %d (vanished %d)  healthy: segments %d, skips %d, stalls %d, errors %d  slow: segments %d, skips %d\n",
-			k.Kind, k.Viewers, k.Sessions, k.Vanished, k.Segments, k.Skips, k.Stalls, k.Errors, k.SlowSegments, k.SlowSkips)
+		fmt.Fprintf(w, "  %-5s ×%-5d sessions %d (vanished %d)  healthy: segments %d, skips %d, stalls %d (viewer starved %d), errors %d  slow: segments %d, skips %d\n",
+			k.Kind, k.Viewers, k.Sessions, k.Vanished, k.Segments, k.Skips, k.Stalls, k.StallsStarved, k.Errors, k.SlowSegments, k.SlowSkips)
+	}
+	for _, e := range r.Events {
+		if e.Event == "error" || e.Event == "metrics" {
+			fmt.Fprintf(w, "  event %7.1fs %-7s %-5s %-8s after %.2f s (viewer lag %.0f ms): %s\n", e.T, e.Event, e.Kind, e.Stage, e.GapS, e.ViewerLagMs, e.Err)
+		}
 	}
 	for _, s := range r.Slopes {
 		fmt.Fprintf(w, "  slope %-17s %+.3g per hour (mean %.4g, %+.2f%%/h, r² %.2f, %d samples)\n", s.Metric, s.PerHour, s.Mean, 100*s.RelHour, s.R2, s.Samples)

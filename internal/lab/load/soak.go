@@ -54,9 +54,12 @@ type SoakOptions struct {
 	// OriginPID, when set, adds /proc/PID's descriptor count and RSS to the samples
 	// (the origin's /metrics has process_open_fds and process_resident_memory_bytes).
 	OriginPID int
-	Insecure  bool
-	Seed      uint64
-	Progress  io.Writer
+	// OriginCgroup, when set, is the origin's cgroup v1 cpu folder: its cpu.stat's
+	// throttling goes into the once-a-second timeline.
+	OriginCgroup string
+	Insecure     bool
+	Seed         uint64
+	Progress     io.Writer
 }
 
 func (o *SoakOptions) defaults() error {
@@ -129,6 +132,12 @@ type SoakResult struct {
 	After      OriginSample     `json:"after"`    // once every viewer had left and the origin settled
 	SettledS   float64          `json:"settled_after_s"`
 	LoadCPUS   float64          `json:"load_cpu_s"`
+	// Events: every stall, skip and error of a healthy viewer and every failed scrape,
+	// time-stamped (EventsDropped beyond maxEvents). Pulse: the machine, the origin's
+	// throttling and the load generator's own CPU and lateness, once a second.
+	Events        []SoakEvent   `json:"events"`
+	EventsDropped int           `json:"events_dropped,omitempty"`
+	Pulse         []PulseSecond `json:"pulse"`
 }
 
 // SoakKind is what the viewers of one kind did.
@@ -141,11 +150,13 @@ type SoakKind struct {
 	// Healthy viewers (not slow): video segments received, skips (the origin dropped
 	// media, a sequence gap, or a segment gone before it was fetched), stalls (no new
 	// segment for StallAfter) and errors.
-	Segments int64    `json:"healthy_segments"`
-	Skips    int      `json:"healthy_skips"`
-	Stalls   int      `json:"healthy_stalls"`
-	Errors   int      `json:"healthy_errors"`
-	ErrorLog []string `json:"healthy_error_samples,omitempty"`
+	Segments int64 `json:"healthy_segments"`
+	Skips    int   `json:"healthy_skips"`
+	Stalls   int   `json:"healthy_stalls"`
+	// Of Stalls, those the load generator's own lateness accounts for (SoakEvent.Cause).
+	StallsStarved int      `json:"healthy_stalls_viewer_starved"`
+	Errors        int      `json:"healthy_errors"`
+	ErrorLog      []string `json:"healthy_error_samples,omitempty"`
 	// Slow viewers: what they got and how often the origin dropped media for them.
 	SlowSegments int64 `json:"slow_segments"`
 	SlowSkips    int   `json:"slow_skips"`
@@ -156,6 +167,7 @@ type SoakKind struct {
 type session struct {
 	segments      int64
 	skips, stalls int
+	starved       int // of stalls, the viewer's own lateness accounts for
 	err           error
 }
 
@@ -171,6 +183,8 @@ type viewerEnv struct {
 	slow     bool
 	vanish   bool
 	rec      *responses
+	ev       *eventLog
+	sw       *stallWatch // the session's, once it watches
 	kindName string
 }
 
@@ -195,6 +209,10 @@ func RunSoak(ctx context.Context, o SoakOptions) (*SoakResult, error) {
 	res.Baseline = base
 	begin := time.Now()
 	rec := newResponses(begin)
+	lag := startLagMonitor(begin, 50*time.Millisecond)
+	defer lag.close()
+	ev := newEventLog(begin, lag, o.StallAfter)
+	smp.ev = ev
 	kinds := []string{WS, HTTP1, HTTP2, SoakHLS}
 	total := 0
 	for _, k := range kinds {
@@ -223,7 +241,7 @@ func RunSoak(ctx context.Context, o SoakOptions) (*SoakResult, error) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				runSlot(vctx, &o, k, i < slow, at, seed, rec, &live, func(s session, vanished bool, isSlow bool) {
+				runSlot(vctx, &o, k, i < slow, at, seed, rec, ev, &live, func(s session, vanished bool, isSlow bool) {
 					mu.Lock()
 					defer mu.Unlock()
 					sk.add(s, vanished, isSlow)
@@ -231,6 +249,7 @@ func RunSoak(ctx context.Context, o SoakOptions) (*SoakResult, error) {
 			}()
 		}
 	}
+	pl := startPulse(begin, o.OriginPID, o.OriginCgroup, originPort(t.HTTPBase), lag, &live, &ev.dials)
 	stopSampling := smp.every(ctx, o.Sample, begin, o.Ramp, o.Duration, &live)
 	stopProgress := soakProgress(o.Progress, begin, &live)
 	wg.Wait()
@@ -240,6 +259,8 @@ func RunSoak(ctx context.Context, o SoakOptions) (*SoakResult, error) {
 	// sessions of vanished viewers end when the origin notices the reset).
 	after, settled := smp.settle(ctx, base, left, o.Settle)
 	samples := stopSampling()
+	res.Pulse = pl.finish()
+	res.Events, res.EventsDropped = ev.all()
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -272,6 +293,7 @@ func (k *SoakKind) add(s session, vanished, slow bool) {
 	k.Segments += s.segments
 	k.Skips += s.skips
 	k.Stalls += s.stalls
+	k.StallsStarved += s.starved
 	if s.err != nil {
 		k.Errors++
 		if len(k.ErrorLog) < 10 {
@@ -291,7 +313,7 @@ func (r *SoakResult) HealthyOK() bool {
 }
 
 // runSlot is one viewer slot: sessions one after another until ctx ends.
-func runSlot(ctx context.Context, o *SoakOptions, kind string, slow bool, at time.Time, seed uint64, rec *responses, live *activeCount, done func(session, bool, bool)) {
+func runSlot(ctx context.Context, o *SoakOptions, kind string, slow bool, at time.Time, seed uint64, rec *responses, ev *eventLog, live *activeCount, done func(session, bool, bool)) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	if !workload.SleepUntil(ctx, at) {
 		return
@@ -300,12 +322,15 @@ func runSlot(ctx context.Context, o *SoakOptions, kind string, slow bool, at tim
 		length := time.Duration(float64(o.Session) * (0.5 + rng.Float64()))
 		vanish := rng.Float64() < o.Vanish
 		sctx, cancel := context.WithTimeout(ctx, length)
-		env := &viewerEnv{t: o.Target, o: o, conns: &connSet{}, slow: slow, vanish: vanish, rec: rec, kindName: kind}
+		env := &viewerEnv{t: o.Target, o: o, conns: &connSet{dials: &ev.dials}, slow: slow, vanish: vanish, rec: rec, ev: ev, kindName: kind}
 		if slow {
 			env.conns.slowBps = o.SlowBps
 		}
 		live.add(kind, 1)
 		s := viewers[kind](sctx, env)
+		if env.sw != nil {
+			s.stalls, s.starved = env.sw.n, env.sw.starved
+		}
 		live.add(kind, -1)
 		cancel()
 		if vanish {

@@ -56,6 +56,7 @@ type sampler struct {
 	url string
 	pid int
 	hc  *http.Client
+	ev  *eventLog // failed scrapes during the run, time-stamped
 }
 
 func newSampler(url string, pid int) *sampler {
@@ -144,8 +145,12 @@ func (m *sampler) every(ctx context.Context, d time.Duration, begin time.Time, r
 				case el >= leaveAt:
 					phase = "leave"
 				}
+				t0 := time.Now()
 				s, err := m.take(ctx, phase, el.Seconds())
 				if err != nil {
+					if m.ev != nil {
+						m.ev.scrapeFailed(t0, err)
+					}
 					continue // a missed sample is a gap, not a failure
 				}
 				s.Viewers = live.total()

@@ -14,7 +14,9 @@ import (
 // what does not depend on the machine's speed: no healthy viewer skipped or failed,
 // every kind received segments, and once all viewers left the process (origin and
 // viewers: they share it here) is back to its goroutines and descriptors of before,
-// within settleSlack. Stalls and response times are logged, not asserted.
+// within settleSlack; every healthy stall and error is in the time-stamped event log,
+// and the once-a-second timeline covers the run. Stalls and response times are
+// logged, not asserted.
 func TestSoakShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the short soak runs 40 s; skipped with -short")
@@ -66,6 +68,47 @@ func TestSoakShort(t *testing.T) {
 	b, a := res.Baseline, res.After
 	if a.Goroutines > b.Goroutines+settleSlack || a.OpenFDs > b.OpenFDs+settleSlack {
 		t.Errorf("not back to the baseline after every viewer left: goroutines %v → %v, descriptors %v → %v", b.Goroutines, a.Goroutines, b.OpenFDs, a.OpenFDs)
+	}
+	// Every healthy stall and error is in the event log, time-stamped and classified.
+	stalls, errs := 0, 0
+	for _, k := range res.Kinds {
+		stalls += k.Stalls
+		errs += k.Errors
+		if k.StallsStarved > k.Stalls {
+			t.Errorf("%s: %d of %d stalls starved", k.Kind, k.StallsStarved, k.Stalls)
+		}
+	}
+	evStalls, evErrs := 0, 0
+	for _, e := range res.Events {
+		switch e.Event {
+		case "stall":
+			evStalls++
+			if e.Cause != CauseViewerStarved && e.Cause != CauseOrigin || e.GapS <= res.StallAfterS {
+				t.Errorf("stall event %+v", e)
+			}
+		case "error":
+			evErrs++
+		}
+		if e.T < 0 || e.T > res.DurationS+60 {
+			t.Errorf("event out of the run: %+v", e)
+		}
+	}
+	if evStalls != stalls || evErrs != errs {
+		t.Errorf("events: %d stalls, %d errors; counts: %d stalls, %d errors", evStalls, evErrs, stalls, errs)
+	}
+	if len(res.Pulse) < int(res.DurationS/2) {
+		t.Errorf("%d seconds of the timeline in a %v s run", len(res.Pulse), res.DurationS)
+	}
+	var dials int64
+	established := 0
+	for _, p := range res.Pulse {
+		dials += p.Dials
+		if p.Sockets != nil {
+			established = max(established, p.Sockets.Established)
+		}
+	}
+	if dials == 0 || established == 0 {
+		t.Errorf("the timeline saw %d dials and at most %d established origin sockets", dials, established)
 	}
 	if len(res.Minutes) == 0 || res.Minutes[0].All.N == 0 {
 		t.Errorf("no response times recorded: %+v", res.Minutes)

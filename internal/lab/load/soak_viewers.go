@@ -7,7 +7,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/streambed/streambed/internal/lab/load/workload"
@@ -21,11 +23,15 @@ import (
 // response. With slowBps every connection reads at that rate.
 type connSet struct {
 	slowBps int64
+	dials   *atomic.Int64 // the run's count of connections opened, if kept
 	mu      sync.Mutex
 	conns   []*net.TCPConn
 }
 
 func (s *connSet) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	if s.dials != nil {
+		s.dials.Add(1)
+	}
 	c, err := (&net.Dialer{Timeout: 10 * time.Second}).DialContext(ctx, network, addr)
 	if err != nil {
 		return nil, err
@@ -80,16 +86,27 @@ func (c *slowConn) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// stallWatch counts stalls: gaps longer than after between new video segments.
+// stallWatch counts stalls: gaps longer than after between new video segments. A
+// healthy viewer's stall goes into the event log with its time and cause.
 type stallWatch struct {
-	after time.Duration
-	last  time.Time
-	n     int
+	after   time.Duration
+	last    time.Time
+	n       int
+	starved int // of n, stalls the load generator's own lateness accounts for
+	v       *viewerEnv
+}
+
+// stallWatch starts the session's stall watch; runSlot takes the session's stalls
+// from it, however the session ended (a session that fails or is cut in the middle
+// of a request keeps the stalls it had).
+func (v *viewerEnv) stallWatch() *stallWatch {
+	v.sw = &stallWatch{after: v.o.StallAfter, last: time.Now(), v: v}
+	return v.sw
 }
 
 func (w *stallWatch) segment(now time.Time) {
 	if now.Sub(w.last) > w.after {
-		w.n++
+		w.stalled(now)
 	}
 	w.last = now
 }
@@ -97,7 +114,14 @@ func (w *stallWatch) segment(now time.Time) {
 // finish counts the wait at the end of the session if it already is a stall.
 func (w *stallWatch) finish(now time.Time) {
 	if now.Sub(w.last) > w.after {
-		w.n++
+		w.stalled(now)
+	}
+}
+
+func (w *stallWatch) stalled(now time.Time) {
+	w.n++
+	if w.v != nil && w.v.ev != nil && !w.v.slow && w.v.ev.stall(w.v.kindName, w.last, now) == CauseViewerStarved {
+		w.starved++
 	}
 }
 
@@ -107,12 +131,10 @@ func wsViewer(ctx context.Context, v *viewerEnv) session {
 	var s session
 	hc := &http.Client{Transport: &http.Transport{DialContext: v.conns.dial, TLSClientConfig: tlsConfig(v.o.Insecure)}}
 	defer hc.CloseIdleConnections()
+	t0 := time.Now()
 	c, err := wspush.Dial(ctx, v.t.WSURL, wspush.DialOptions{HTTPClient: hc, Start: wspush.Start{Policy: wspush.PolicyFixed, Tracks: v.t.TrackIDs()}})
 	if err != nil {
-		if ctx.Err() == nil {
-			s.err = err
-		}
-		return s
+		return v.fail(ctx, s, "upgrade", t0, err)
 	}
 	video := -1
 	for i, tr := range c.Ready.Tracks {
@@ -132,14 +154,14 @@ func wsViewer(ctx context.Context, v *viewerEnv) session {
 		}
 	}()
 	defer func() { <-left }()
-	sw := stallWatch{after: v.o.StallAfter, last: time.Now()}
+	sw := v.stallWatch()
 	var prev uint64
 	havePrev := false
 	for {
 		m, err := c.Next(context.WithoutCancel(ctx))
 		if err != nil {
 			if ctx.Err() == nil {
-				s.err = err
+				s = v.fail(ctx, s, "read", sw.last, err)
 			} else {
 				sw.finish(time.Now())
 			}
@@ -152,6 +174,7 @@ func wsViewer(ctx context.Context, v *viewerEnv) session {
 		if f.Start {
 			if havePrev && f.Sequence != prev+1 {
 				s.skips++
+				v.skip("sequence gap")
 			}
 			prev, havePrev = f.Sequence, true
 		}
@@ -160,8 +183,10 @@ func wsViewer(ctx context.Context, v *viewerEnv) session {
 			sw.segment(m.At)
 		}
 	}
+	for range c.Stats.Skips {
+		v.skip("origin dropped media")
+	}
 	s.skips += c.Stats.Skips
-	s.stalls = sw.n
 	return s
 }
 
@@ -175,23 +200,24 @@ func pullViewer(ctx context.Context, v *viewerEnv) session {
 	defer hc.CloseIdleConnections()
 	for _, r := range t.Reps {
 		if r.InitURL != "" {
-			if _, err := fetchBody(ctx, hc, r.InitURL, nil); err != nil {
-				return s.fail(ctx, err)
+			t0 := time.Now()
+			if err := fetchDrain(ctx, hc, r.InitURL); err != nil {
+				return v.fail(ctx, s, "init", t0, err)
 			}
 		}
 	}
 	ix := t.Reps[0].Index
 	seg, ok := ix.Last(time.Now())
 	if !ok {
-		return s.fail(ctx, errors.New("no segment available yet"))
+		return v.fail(ctx, s, "index", time.Now(), errors.New("no segment available yet"))
 	}
 	latest := seg.URL
 	pos := seg.Start
-	sw := stallWatch{after: v.o.StallAfter, last: time.Now()}
+	sw := v.stallWatch()
 	for ctx.Err() == nil {
 		next, ok := ix.Next(pos)
 		if !ok {
-			return s.fail(ctx, errors.New("the timeline ended"))
+			return v.fail(ctx, s, "index", time.Now(), errors.New("the timeline ended"))
 		}
 		if !workload.SleepUntil(ctx, next.AvailableAt) {
 			break
@@ -206,13 +232,14 @@ func pullViewer(ctx context.Context, v *viewerEnv) session {
 				u = rs.URL
 			}
 			t0 := time.Now()
-			_, err := fetchBody(ctx, hc, u, nil)
+			err := fetchDrain(ctx, hc, u)
 			var se *statusErr
 			switch {
 			case errors.As(err, &se) && (se.code == http.StatusNotFound || se.code == http.StatusGone):
 				s.skips++ // not there (yet or any more): this viewer missed a segment
+				v.skip(fmt.Sprintf("segment %d", se.code))
 			case err != nil:
-				return s.fail(ctx, err)
+				return v.fail(ctx, s, "segment", t0, err)
 			case !v.slow:
 				v.rec.add(v.kindName, time.Since(t0))
 			}
@@ -225,7 +252,6 @@ func pullViewer(ctx context.Context, v *viewerEnv) session {
 		pos = next.End()
 	}
 	sw.finish(time.Now())
-	s.stalls = sw.n
 	if v.vanish {
 		vanishMidResponse(hc, v.conns, latest)
 	}
@@ -254,25 +280,27 @@ func hlsViewer(ctx context.Context, v *viewerEnv) session {
 	}
 	last := make([]uint64, len(urls)) // newest sequence fetched per track; 0: none yet
 	inits := make([]bool, len(urls))
-	sw := stallWatch{after: v.o.StallAfter, last: time.Now()}
+	sw := v.stallWatch()
 	latest := ""
 	reload := max(t.SegmentDuration/2, 500*time.Millisecond)
 	for ctx.Err() == nil {
 		for i, u := range urls {
+			t0 := time.Now()
 			body, err := fetchBody(ctx, hc, u, nil)
 			if err != nil {
-				return s.fail(ctx, err)
+				return v.fail(ctx, s, "playlist", t0, err)
 			}
 			mp, err := hls.ParseMedia(body, u)
 			if err != nil {
-				return s.fail(ctx, err)
+				return v.fail(ctx, s, "playlist", t0, err)
 			}
 			if len(mp.Segments) == 0 {
 				continue
 			}
 			if !inits[i] && mp.Map != "" {
-				if _, err := fetchBody(ctx, hc, mp.Map, nil); err != nil {
-					return s.fail(ctx, err)
+				t0 := time.Now()
+				if err := fetchDrain(ctx, hc, mp.Map); err != nil {
+					return v.fail(ctx, s, "init", t0, err)
 				}
 				inits[i] = true
 			}
@@ -281,14 +309,15 @@ func hlsViewer(ctx context.Context, v *viewerEnv) session {
 			}
 			if first := mp.Segments[0].Sequence; first > last[i]+1 {
 				s.skips++ // the window moved past segments this viewer never fetched
+				v.skip("playlist window moved past")
 			}
 			for _, seg := range mp.Segments {
 				if seg.Sequence <= last[i] {
 					continue
 				}
 				t0 := time.Now()
-				if _, err := fetchBody(ctx, hc, seg.URI, nil); err != nil {
-					return s.fail(ctx, err)
+				if err := fetchDrain(ctx, hc, seg.URI); err != nil {
+					return v.fail(ctx, s, "segment", t0, err)
 				}
 				if !v.slow {
 					v.rec.add(SoakHLS, time.Since(t0))
@@ -306,18 +335,29 @@ func hlsViewer(ctx context.Context, v *viewerEnv) session {
 		}
 	}
 	sw.finish(time.Now())
-	s.stalls = sw.n
 	if v.vanish && latest != "" {
 		vanishMidResponse(hc, v.conns, latest)
 	}
 	return s
 }
 
-func (s session) fail(ctx context.Context, err error) session {
-	if ctx.Err() == nil {
-		s.err = err
+// fail ends a session with err unless the session was over anyway (ctx ended); a
+// healthy viewer's error goes into the event log with what failed and since when.
+func (v *viewerEnv) fail(ctx context.Context, s session, stage string, from time.Time, err error) session {
+	if ctx.Err() != nil {
+		return s
+	}
+	s.err = err
+	if v.ev != nil && !v.slow {
+		v.ev.fail(v.kindName, stage, from, err)
 	}
 	return s
+}
+
+func (v *viewerEnv) skip(stage string) {
+	if v.ev != nil && !v.slow {
+		v.ev.skip(v.kindName, stage)
+	}
 }
 
 // statusErr is a response that was not 200.
@@ -333,13 +373,39 @@ func (e *statusErr) Error() string {
 // fetchBody GETs u and reads its body (at most 16 MiB). With midway, it hands the body
 // to midway after the first byte instead and returns.
 func fetchBody(ctx context.Context, hc *http.Client, u string, midway func(io.Reader)) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	return fetch(ctx, hc, u, midway, true)
+}
+
+// fetchDrain GETs u and reads its body to the end without keeping it: thousands of
+// viewers reading segments into fresh buffers kept the load generator's garbage
+// collector busy enough to make its own viewers late.
+func fetchDrain(ctx context.Context, hc *http.Client, u string) error {
+	_, err := fetch(ctx, hc, u, nil, false)
+	return err
+}
+
+func fetch(ctx context.Context, hc *http.Client, u string, midway func(io.Reader), keep bool) ([]byte, error) {
+	// On a failure, say on which connection and how far the request got: an EOF on a
+	// new connection whose request was written is the origin closing it unanswered.
+	var conn struct {
+		got, reused, wrote bool
+	}
+	trace := &httptrace.ClientTrace{
+		GotConn:      func(i httptrace.GotConnInfo) { conn.got, conn.reused = true, i.Reused },
+		WroteRequest: func(i httptrace.WroteRequestInfo) { conn.wrote = i.Err == nil },
+	}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, err
+		where := "no connection"
+		if conn.got {
+			where = map[bool]string{true: "reused connection", false: "new connection"}[conn.reused] +
+				map[bool]string{true: ", request written", false: ", request not written"}[conn.wrote]
+		}
+		return nil, fmt.Errorf("%w (%s)", err, where)
 	}
 	defer resp.Body.Close()
 	if midway != nil {
@@ -348,7 +414,12 @@ func fetchBody(ctx context.Context, hc *http.Client, u string, midway func(io.Re
 		midway(resp.Body)
 		return nil, nil
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	var b []byte
+	if keep {
+		b, err = io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	} else {
+		_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, 16<<20)) // io.Discard's pooled buffers
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,12 @@
 package wspush
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -58,6 +60,11 @@ func Dial(ctx context.Context, url string, o DialOptions) (*Client, error) {
 	if err != nil {
 		if resp != nil && resp.StatusCode == http.StatusNotFound {
 			return nil, fmt.Errorf("wspush %s: %w", url, media.ErrNotFound)
+		}
+		if resp != nil && resp.Body != nil { // the library keeps the first KiB of a refusal's body: say why
+			if why, _ := io.ReadAll(io.LimitReader(resp.Body, 256)); len(bytes.TrimSpace(why)) > 0 {
+				return nil, fmt.Errorf("wspush %s: %w (the answer said %q)", url, err, bytes.TrimSpace(why))
+			}
 		}
 		return nil, fmt.Errorf("wspush %s: %w", url, err)
 	}
