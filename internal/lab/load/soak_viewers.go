@@ -387,12 +387,17 @@ func fetchDrain(ctx context.Context, hc *http.Client, u string) error {
 func fetch(ctx context.Context, hc *http.Client, u string, midway func(io.Reader), keep bool) ([]byte, error) {
 	// On a failure, say on which connection and how far the request got: an EOF on a
 	// new connection whose request was written is the origin closing it unanswered.
+	// The transport calls these hooks from its own goroutines (WroteRequest from
+	// the connection's write loop), so they are atomics.
 	var conn struct {
-		got, reused, wrote bool
+		got, reused, wrote atomic.Bool
 	}
 	trace := &httptrace.ClientTrace{
-		GotConn:      func(i httptrace.GotConnInfo) { conn.got, conn.reused = true, i.Reused },
-		WroteRequest: func(i httptrace.WroteRequestInfo) { conn.wrote = i.Err == nil },
+		GotConn: func(i httptrace.GotConnInfo) {
+			conn.reused.Store(i.Reused)
+			conn.got.Store(true)
+		},
+		WroteRequest: func(i httptrace.WroteRequestInfo) { conn.wrote.Store(i.Err == nil) },
 	}
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodGet, u, nil)
 	if err != nil {
@@ -401,9 +406,9 @@ func fetch(ctx context.Context, hc *http.Client, u string, midway func(io.Reader
 	resp, err := hc.Do(req)
 	if err != nil {
 		where := "no connection"
-		if conn.got {
-			where = map[bool]string{true: "reused connection", false: "new connection"}[conn.reused] +
-				map[bool]string{true: ", request written", false: ", request not written"}[conn.wrote]
+		if conn.got.Load() {
+			where = map[bool]string{true: "reused connection", false: "new connection"}[conn.reused.Load()] +
+				map[bool]string{true: ", request written", false: ", request not written"}[conn.wrote.Load()]
 		}
 		return nil, fmt.Errorf("%w (%s)", err, where)
 	}
