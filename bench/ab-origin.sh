@@ -21,6 +21,7 @@ REPS=${REPS:-3}
 CLIENTS=${CLIENTS:-1000}
 OUT=${OUT:-docs/results/hub-ab}
 PORT=${PORT:-18741}
+for p in $PORT; do ss -Htln "sport = :$p" | grep -q . && { echo "ab-origin: port $p is already in use (another bench or server?): set PORT=... to a free port" >&2; exit 1; }; done
 ASSET=${ASSET:-.cache/bench/ab-asset/test}
 for c in taskset wrk curl jq; do command -v $c >/dev/null || { echo "ab-origin: $c is missing (apt-get install util-linux wrk curl jq)"; exit 1; }; done
 mkdir -p "$OUT"

@@ -39,6 +39,11 @@ cap_uncgroup() { local g; for g in "$@"; do rmdir "$CG/$g" 2>/dev/null || true; 
 # background (TASKSET: a core list for taskset, or "" for none) and wait for its MPD.
 cap_serve() {
   local port=$1 assets=$2 procs=$3 cores=$4; shift 4
+  # A server already on the port would answer the readiness check below and be
+  # measured instead of ours (soak run 3 measured another engineer's load that way).
+  if ss -Htln "sport = :$port" | grep -q .; then
+    echo "port $port is already in use (another bench or server?): set PORT=... to a free port" >&2; exit 1
+  fi
   local args=(serve --http "127.0.0.1:$port" --https "" --assets "$assets" --no-demo --log-level warn)
   local c; for c in "$@"; do args+=(--channel "$c"); done
   local pin=(); [ -n "$cores" ] && pin=(taskset -c "$cores")

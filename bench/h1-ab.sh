@@ -24,6 +24,7 @@ LOAD_CPU=${LOAD_CPU:-1}
 OUT=${OUT:-docs/results/origin/h1-ab-$(date -u +%Y-%m-%dT%H:%MZ)}
 ASSET=${ASSET:-.cache/bench/asset}
 PORT=${PORT:-18190}
+for p in $PORT; do ss -Htln "sport = :$p" | grep -q . && { echo "h1-ab: port $p is already in use (another bench or server?): set PORT=... to a free port" >&2; exit 1; }; done
 for tool in nginx wrk curl taskset; do command -v $tool >/dev/null || { echo "h1-ab: $tool is missing (make bench-origin installs it)" >&2; exit 1; }; done
 if [ "$SYSCALLS" = 1 ] && ! command -v perf >/dev/null; then echo "h1-ab: perf is missing: SYSCALLS=0 or install linux-perf" >&2; exit 1; fi
 [ -f "$ASSET/stream.json" ] || "$B" package --synthetic 40s --segment-duration 2s --name bench -o "$ASSET"

@@ -21,7 +21,8 @@ BIN=${BIN:-bin/streambed}
 STEP_S=${STEP_S:-30}
 LOAD_CLIENTS=${LOAD_CLIENTS:-0}
 OUT=${OUT:-docs/results/ingest}
-PORT=${PORT:-18761}
+PORT=${PORT:-18771}
+for p in $PORT; do ss -Htln "sport = :$p" | grep -q . && { echo "ingest-channels: port $p is already in use (another bench or server?): set PORT=... to a free port" >&2; exit 1; }; done
 STEPS=("$@"); [ ${#STEPS[@]} -gt 0 ] || STEPS=(1 5 10 20)
 for c in taskset curl jq; do command -v $c >/dev/null || { echo "ingest-channels: $c is missing (apt-get install util-linux curl jq)"; exit 1; }; done
 [ -x "$BIN" ] || { echo "ingest-channels: $BIN is missing: run make build"; exit 1; }

@@ -20,7 +20,8 @@ DURATION=${DURATION:-20}
 ROUNDS=${ROUNDS:-2}
 TRACKS=${TRACKS:-v360,a64}
 ASSETS=${ASSETS:-.cache/bench/capacity-assets}
-PORT=${PORT:-18741}
+PORT=${PORT:-18745}
+for p in $PORT $((PORT + 1)) $((PORT + 2)); do ss -Htln "sport = :$p" | grep -q . && { echo "ws-relay-tree: port $p is already in use (another bench or server?): set PORT=... to a free port" >&2; exit 1; }; done
 for c in taskset curl python3; do command -v $c >/dev/null || { echo "ws-relay-tree: $c not found (make bench-ws-relay installs it)" >&2; exit 1; }; done
 [ -x "$BIN" ] || { echo "ws-relay-tree: $BIN missing (make build)" >&2; exit 1; }
 if [ ! -f "$ASSETS/test/stream.json" ]; then
