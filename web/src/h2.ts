@@ -29,7 +29,7 @@ export function tlsURL(url: string, pageHref: string, httpsPort: number): string
 
 /** Why the browser cannot use the TLS origin of url (a GET /time there), or null when
  * it can. An untrusted certificate fails the request; the wait is bounded. */
-export async function tlsUnreachable(url: string, timeoutMs = 3000): Promise<string | null> {
+export async function tlsUnreachable(url: string, timeoutMs = 5000): Promise<string | null> {
   try {
     const res = await fetch(new URL('/time', url), { signal: AbortSignal.timeout(timeoutMs), cache: 'no-store' });
     return res.ok ? null : `GET /time: HTTP ${res.status}`;
