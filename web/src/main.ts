@@ -46,6 +46,7 @@ const ui = {
   listError: $<HTMLDivElement>('streams-error'),
   title: $<HTMLHeadingElement>('now-title'),
   url: $<HTMLAnchorElement>('now-url'),
+  note: $<HTMLParagraphElement>('now-note'),
   stats: $<HTMLDListElement>('stats'),
   timeline: $<HTMLInputElement>('mpd-timeline'),
   badge: $<HTMLDivElement>('latency-badge'),
@@ -215,6 +216,7 @@ function stop(): void {
 function play(s: StreamInfo, muted: boolean): void {
   stop();
   showError(null);
+  ui.note.hidden = true;
   ui.chart.clear();
   if (muted) ui.video.muted = true;
   writeUrl(s);
@@ -290,7 +292,8 @@ function play(s: StreamInfo, muted: boolean): void {
         `hls.js switches renditions on lossy links over HTTP/1.1 — open ${page.href} (accept its certificate) for HTTP/2`;
       console.warn(msg);
       rec.warn(msg);
-      ui.url.title = msg;
+      showNote('LL-HLS is on HTTP/1.1 here, where hls.js keeps less of its low latency on lossy links. For HTTP/2, open ', page.href,
+        ' once and accept its certificate.', msg);
       load(absolute);
       return;
     }
@@ -299,6 +302,16 @@ function play(s: StreamInfo, muted: boolean): void {
     if (session) session.url = h2;
     load(h2);
   });
+}
+
+/** A visible note under the playing URL: text, a link, more text; title holds the detail. */
+function showNote(before: string, href: string, after: string, title: string): void {
+  const a = document.createElement('a');
+  a.href = href;
+  a.textContent = href;
+  ui.note.replaceChildren(before, a, after);
+  ui.note.title = title;
+  ui.note.hidden = false;
 }
 
 function writeUrl(s: StreamInfo | null): void {

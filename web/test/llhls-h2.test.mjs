@@ -44,6 +44,7 @@ describe('LL-HLS over HTTP/2 from an http: page', { timeout: 600_000 }, () => {
       assert.equal(new URL(r.url).origin, server.httpsURL, `the page plays ${r.url}, not from ${server.httpsURL}`);
       assert.deepEqual(r.protocols, ['h2'], `playlists and parts went over ${r.protocols.join(', ')}, want h2 only`);
       assert.ok(r.parts >= 10, `only ${r.parts} parts were loaded over h2`);
+      assert.equal(r.note, null, 'a note about HTTP/1.1 while playing over HTTP/2');
     } finally {
       await browser.close();
     }
@@ -68,6 +69,9 @@ describe('LL-HLS over HTTP/2 from an http: page', { timeout: 600_000 }, () => {
       assert.deepEqual(r.protocols, ['http/1.1'], `playlists and parts went over ${r.protocols.join(', ')}`);
       assert.ok(r.log.some((l) => l.includes('LL-HLS over HTTP/1.1') && l.includes(server.httpsURL)),
         `no warning naming ${server.httpsURL}:\n${r.log.join('\n')}`);
+      // And on the page, for a person: a note linking the HTTPS page of this stream.
+      assert.ok(r.note && new URL(r.note.link).origin === server.httpsURL && /stream=demo-ll/.test(r.note.link),
+        `no visible note linking ${server.httpsURL}: ${JSON.stringify(r.note)}`);
     } finally {
       await browser.close();
     }
@@ -107,7 +111,8 @@ describe('LL-HLS over HTTP/2 from an http: page', { timeout: 600_000 }, () => {
       const s = await page.evaluate(() => window.streambed.stats());
       assert.equal(s.error, null, `player error: ${s.error}\n${log.join('\n')}`);
       const url = await page.locator('#now-url').evaluate((a) => a.href);
-      return { url, protocols: [...protocols].sort(), parts, log };
+      const note = await page.locator('#now-note').evaluate((p) => (p.hidden ? null : { text: p.textContent, link: p.querySelector('a')?.href ?? null }));
+      return { url, note, protocols: [...protocols].sort(), parts, log };
     } finally {
       await cdp.detach().catch(() => {});
       await page.close();
