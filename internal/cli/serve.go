@@ -354,6 +354,10 @@ func printURLs(w io.Writer, ls *server.Listeners, h *hub.Hub) {
 	}
 	if ls.HTTPS != nil {
 		fmt.Fprintf(w, "TLS (h2, self-signed unless configured): https://%s/\n", displayAddr(ls.HTTPS.Addr()))
+		if base != "" {
+			// web/src/h2.ts: hls.js meets the lossy LL-HLS goal over HTTP/2, not HTTP/1.1.
+			fmt.Fprintf(w, "  LL-HLS in the page goes over HTTP/2 (this TLS port) once the browser trusts the certificate: open https://%s/ once\n", displayAddr(ls.HTTPS.Addr()))
+		}
 		if base == "" {
 			base = "https://" + displayAddr(ls.HTTPS.Addr())
 		}

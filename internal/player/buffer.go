@@ -47,6 +47,7 @@ type stream struct {
 	// Scheduling: this stream's own schedule controller, as in dash.js. Only the
 	// scheduler goroutine reads and writes these (see schedule.go).
 	op       *op       // the request in flight for this stream; at most one
+	chosen   string    // ID of the representation the ABR rule chose last (WithPlaying)
 	next     *plan     // the segment chosen and not yet in the buffer
 	wakeAt   time.Time // plan nothing before then (zero: now)
 	onEvent  bool      // plan nothing before a download completes (full buffer while stalled)

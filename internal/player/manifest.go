@@ -387,3 +387,20 @@ func (m *Manifest) Validate() error {
 // (server-synchronised once a UTCTiming source has been read), used to expand
 // open-ended live timelines.
 type ManifestLoader func(ctx context.Context, fetch FetcherFunc, manifestURL string, now time.Time) (*Manifest, error)
+
+type playingKey struct{}
+
+// WithPlaying tells a ManifestLoader, through ctx, the representations the player
+// plays — the ones its next requests are for (IDs) — so that a loader of one live
+// playlist per representation may reload only those, as hls.js reloads only the
+// level it loads (package hls, low-latency reloads).
+func WithPlaying(ctx context.Context, ids []string) context.Context {
+	return context.WithValue(ctx, playingKey{}, ids)
+}
+
+// Playing is what WithPlaying put in ctx; nil when the player has not said (on the
+// first load): load every representation.
+func Playing(ctx context.Context) []string {
+	ids, _ := ctx.Value(playingKey{}).([]string)
+	return ids
+}

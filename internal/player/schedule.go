@@ -238,6 +238,7 @@ func (p *Player) plan(ctx context.Context, s *stream, now time.Time) error {
 		return nil
 	}
 	rep := p.choose(s, lvl)
+	s.chosen = rep.ID
 	seg, ok := rep.Index.Next(s.end)
 	if !ok {
 		return p.noNextSegment(s, now)
@@ -314,9 +315,25 @@ func (p *Player) startMedia(s *stream, pl *plan) {
 
 func (p *Player) startReload() {
 	now := p.serverNow()
+	playing := p.playing()
 	p.launch(&op{kind: opManifest}, func(ctx context.Context, o *op) {
-		o.m, o.err = p.cfg.Load(ctx, p.fetch, p.cfg.URL, now)
+		o.m, o.err = p.cfg.Load(WithPlaying(ctx, playing), p.fetch, p.cfg.URL, now)
 	})
+}
+
+// playing is the representation each stream chose last (the one its next request is
+// for), else the one it delivered last; nil before any choice.
+func (p *Player) playing() []string {
+	var ids []string
+	for _, s := range p.streams {
+		switch {
+		case s.chosen != "":
+			ids = append(ids, s.chosen)
+		case s.current >= 0 && s.current < len(s.set.Representations):
+			ids = append(ids, s.set.Representations[s.current].ID)
+		}
+	}
+	return ids
 }
 
 // launch runs f in a goroutine of its own, which posts o when f returns.

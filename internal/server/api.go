@@ -118,7 +118,11 @@ func (s *Server) handleStreams(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-cache")
-	_ = json.NewEncoder(w).Encode(map[string]any{"streams": list})
+	doc := map[string]any{"streams": list}
+	if p := s.httpsPort.Load(); p > 0 {
+		doc["https_port"] = p // where this origin speaks HTTP/2 to browsers (TLS)
+	}
+	_ = json.NewEncoder(w).Encode(doc)
 }
 
 // chunkDurationMS is the chunk duration a channel's low-latency MPD announces, in

@@ -38,6 +38,10 @@ type Server struct {
 	// durations, as the LL-HLS spec asks). Tests that hold thousands of reloads on
 	// a loaded machine set it longer, so set-up time never reads as a timeout.
 	reloadHold atomic.Int64 // time.Duration; atomic: set while the server runs
+	// httpsPort is the TLS listener's port once Listen opened it (0: none), listed in
+	// /api/streams so a page loaded over plain HTTP can reach HTTP/2 (browsers speak
+	// it only over TLS) for LL-HLS.
+	httpsPort atomic.Int32
 
 	middleware []func(http.Handler) http.Handler // transports that wrap the origin (e.g. HTTP/2 push)
 	endpoints  []advertised                      // transports' endpoints listed in /api/streams
@@ -187,6 +191,9 @@ func (s *Server) Listen() (*Listeners, error) {
 				ls.HTTP.Close()
 			}
 			return nil, fmt.Errorf("listen %s: %w (choose another port with --https, or --https \"\" to disable TLS)", s.cfg.HTTPS, err)
+		}
+		if a, ok := ls.HTTPS.Addr().(*net.TCPAddr); ok {
+			s.httpsPort.Store(int32(a.Port))
 		}
 	}
 	return &ls, nil

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -469,5 +470,29 @@ func TestLiveManifestExpiresAbsolute(t *testing.T) {
 	s.cfg.Cache.LiveManifestMaxAge = 300 * time.Millisecond // 100.3 s rounds down to now
 	if resp, _ := get(t, ts.URL+"/live/ch/manifest.mpd"); resp.Header.Get("Cache-Control") != "no-cache" || resp.Header.Get("Expires") != "" {
 		t.Errorf("sub-second life: Cache-Control %q, Expires %q; want no-cache", resp.Header.Get("Cache-Control"), resp.Header.Get("Expires"))
+	}
+}
+
+// With a TLS listener open, /api/streams says its port, so that a page loaded over
+// plain HTTP can play LL-HLS over HTTP/2 (browsers speak HTTP/2 only over TLS); with
+// none (or before Listen), it says nothing.
+func TestAPIStreamsListsHTTPSPort(t *testing.T) {
+	s, ts := testOrigin(t)
+	var doc map[string]any
+	_, body := get(t, ts.URL+"/api/streams")
+	must(t, json.Unmarshal(body, &doc))
+	if _, has := doc["https_port"]; has {
+		t.Fatalf("https_port listed before a TLS listener was opened: %s", body)
+	}
+	s.cfg.HTTP, s.cfg.HTTPS = "", "127.0.0.1:0"
+	ls, err := s.Listen()
+	must(t, err)
+	defer ls.HTTPS.Close()
+	want := ls.HTTPS.Addr().(*net.TCPAddr).Port
+	_, body = get(t, ts.URL+"/api/streams")
+	doc = nil
+	must(t, json.Unmarshal(body, &doc))
+	if got, ok := doc["https_port"].(float64); !ok || int(got) != want {
+		t.Errorf("https_port = %v, want %d: %s", doc["https_port"], want, body)
 	}
 }

@@ -29,8 +29,15 @@ export interface StreamInfo {
   tracks?: Track[];
 }
 
+/** GET /api/streams: the streams, and the origin's TLS port when it has one (where
+ * a browser reaches its HTTP/2). */
+export interface Catalogue {
+  streams: StreamInfo[];
+  httpsPort: number | null;
+}
+
 /** Fetches the catalogue; throws an Error with a readable message on failure. */
-export async function fetchStreams(signal?: AbortSignal): Promise<StreamInfo[]> {
+export async function fetchStreams(signal?: AbortSignal): Promise<Catalogue> {
   let res: Response;
   try {
     res = await fetch('/api/streams', { signal, headers: { Accept: 'application/json' } });
@@ -41,11 +48,13 @@ export async function fetchStreams(signal?: AbortSignal): Promise<StreamInfo[]> 
     const body = (await res.text().catch(() => '')).trim().slice(0, 200);
     throw new Error(`GET /api/streams: HTTP ${res.status}${body ? ` — ${body}` : ''}`);
   }
-  const doc = (await res.json()) as { streams?: StreamInfo[] };
+  const doc = (await res.json()) as { streams?: StreamInfo[]; https_port?: unknown };
   if (!doc || !Array.isArray(doc.streams)) {
     throw new Error('GET /api/streams: answer has no "streams" list');
   }
-  return doc.streams;
+  const p = doc.https_port;
+  const httpsPort = typeof p === 'number' && Number.isInteger(p) && p > 0 && p < 65536 ? p : null;
+  return { streams: doc.streams, httpsPort };
 }
 
 /** A stable key for a stream: a name alone is not unique (live and VOD may share it). */

@@ -9,6 +9,7 @@ import { Chart } from './chart';
 import { createPlayer, isPlayerKind, PLAYER_LABELS, type PlayerAdapter, type PlayerKind } from './players';
 import { emptyStats, QoeRecorder, STALL_MIN_MS, type Stats } from './stats';
 import { pushURL } from './wspush';
+import { hlsProtocol, tlsUnreachable, tlsURL } from './h2';
 
 const TICK_MS = 250;
 
@@ -45,6 +46,7 @@ const ui = {
   listError: $<HTMLDivElement>('streams-error'),
   title: $<HTMLHeadingElement>('now-title'),
   url: $<HTMLAnchorElement>('now-url'),
+  note: $<HTMLParagraphElement>('now-note'),
   stats: $<HTMLDListElement>('stats'),
   timeline: $<HTMLInputElement>('mpd-timeline'),
   badge: $<HTMLDivElement>('latency-badge'),
@@ -55,6 +57,9 @@ let playerKind: PlayerKind = isPlayerKind(params.get('player')) ? (params.get('p
 let useTimeline = params.get('mpd') === 'timeline';
 // ?delay=N: play N segments behind the live edge instead of where the origin says.
 const liveDelaySegments = positiveNumber(params.get('delay'));
+// ?hlsproto=http1: LL-HLS from this page's origin even when it has HTTP/2 on TLS (h2.ts).
+const llhlsProtocol = hlsProtocol(params.get('hlsproto'));
+let httpsPort: number | null = null;
 let streams: StreamInfo[] = [];
 let session: Session | null = null;
 let sessionCounter = 0;
@@ -211,6 +216,7 @@ function stop(): void {
 function play(s: StreamInfo, muted: boolean): void {
   stop();
   showError(null);
+  ui.note.hidden = true;
   ui.chart.clear();
   if (muted) ui.video.muted = true;
   writeUrl(s);
@@ -254,19 +260,58 @@ function play(s: StreamInfo, muted: boolean): void {
   ui.title.textContent = `${s.name} · ${s.live ? 'live' : 'on demand'} · ${adapter.version}`;
   session = { id, stream: s, url, adapter, recorder };
   highlightCurrent();
-  try {
-    // Absolute, since parts of dash.js (its CMCD reporter) parse request URLs without a base.
-    const absolute = new URL(url, location.href).href;
-    const segmentDurationS = s.segment_duration_ms ? s.segment_duration_ms / 1000 : null;
-    // Low-latency DASH is the $Number$ MPD of a channel made in short chunks (the
-    // SegmentTimeline MPD of the same channel is not); LL-HLS is its HLS playlists.
-    const lowLatency = s.live && !!s.chunk_duration_ms && (url === s.dash || url === s.hls);
-    adapter.load({ url: absolute, live: s.live, liveDelaySegments, autoplay: true, segmentDurationS, lowLatency });
-  } catch (err) {
-    const msg = `${PLAYER_LABELS[playerKind]} failed to start: ${(err as Error).message}`;
-    recorder.setError(msg);
-    showError(msg);
+  const rec = recorder;
+  const segmentDurationS = s.segment_duration_ms ? s.segment_duration_ms / 1000 : null;
+  // Low-latency DASH is the $Number$ MPD of a channel made in short chunks (the
+  // SegmentTimeline MPD of the same channel is not); LL-HLS is its HLS playlists.
+  const lowLatency = s.live && !!s.chunk_duration_ms && (url === s.dash || url === s.hls);
+  const load = (absolute: string) => {
+    try {
+      adapter.load({ url: absolute, live: s.live, liveDelaySegments, autoplay: true, segmentDurationS, lowLatency });
+    } catch (err) {
+      const msg = `${PLAYER_LABELS[playerKind]} failed to start: ${(err as Error).message}`;
+      rec.setError(msg);
+      showError(msg);
+    }
+  };
+  // Absolute, since parts of dash.js (its CMCD reporter) parse request URLs without a base.
+  const absolute = new URL(url, location.href).href;
+  const h2 = playerKind === 'hlsjs' && lowLatency && llhlsProtocol === 'auto' && httpsPort ? tlsURL(url, location.href, httpsPort) : null;
+  if (!h2) {
+    load(absolute);
+    return;
   }
+  // LL-HLS over HTTP/2 (h2.ts): on the TLS port if the browser reaches it.
+  void tlsUnreachable(h2).then((why) => {
+    if (!current()) return;
+    if (why) {
+      const page = new URL(location.href);
+      page.protocol = 'https:';
+      page.port = String(httpsPort);
+      const msg = `LL-HLS over HTTP/1.1: the origin's HTTP/2 (${new URL(h2).origin}) is not reachable from this page (${why}); ` +
+        `hls.js switches renditions on lossy links over HTTP/1.1 — open ${page.href} (accept its certificate) for HTTP/2`;
+      console.warn(msg);
+      rec.warn(msg);
+      showNote('LL-HLS is on HTTP/1.1 here, where hls.js keeps less of its low latency on lossy links. For HTTP/2, open ', page.href,
+        ' once and accept its certificate.', msg);
+      load(absolute);
+      return;
+    }
+    ui.url.textContent = h2;
+    ui.url.href = h2;
+    if (session) session.url = h2;
+    load(h2);
+  });
+}
+
+/** A visible note under the playing URL: text, a link, more text; title holds the detail. */
+function showNote(before: string, href: string, after: string, title: string): void {
+  const a = document.createElement('a');
+  a.href = href;
+  a.textContent = href;
+  ui.note.replaceChildren(before, a, after);
+  ui.note.title = title;
+  ui.note.hidden = false;
 }
 
 function writeUrl(s: StreamInfo | null): void {
@@ -439,7 +484,7 @@ async function main(): Promise<void> {
   window.addEventListener('resize', () => ui.chart.draw());
 
   try {
-    streams = await fetchStreams();
+    ({ streams, httpsPort } = await fetchStreams());
     ui.listError.hidden = true;
   } catch (err) {
     ui.list.replaceChildren();

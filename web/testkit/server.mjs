@@ -30,7 +30,8 @@ export function freePort() {
 
 /**
  * Runs `streambed serve --http 127.0.0.1:PORT --https "" [--assets DIR] [--channel SPEC]...`
- * and waits until GET /api/streams answers 200. Returns { baseURL, streams, output(), stop() }.
+ * (with `https`, TLS on another port) and waits until GET /api/streams answers 200.
+ * Returns { baseURL, httpsURL, streams, output(), stop() }.
  * `channels` are `serve --channel` values (NAME=ASSET[,dvr=60s][,chunk=40ms]...); given,
  * they replace the demo channel, so list `demo=demo,dvr=60s` to keep it.
  */
@@ -40,6 +41,8 @@ export async function startStreambed({
   channels = [],
   // More `serve` flags, e.g. ['--ingest', 'studio,token=T'] for a publishing point.
   args: extraArgs = [],
+  // Also serve TLS (h2, self-signed) on another free port: the result's httpsURL.
+  https = false,
   // The server may package the demo asset on its first start when no assets are given.
   readyTimeoutMs = Number(process.env.STREAMBED_TEST_READY_TIMEOUT_MS) || 180_000,
 } = {}) {
@@ -47,7 +50,8 @@ export async function startStreambed({
     throw new Error(`streambed binary not found at ${bin}: build it first (make), or set STREAMBED_BIN`);
   }
   const port = await freePort();
-  const args = ['serve', '--http', `127.0.0.1:${port}`, '--https', ''];
+  const tlsPort = https ? await freePort() : 0;
+  const args = ['serve', '--http', `127.0.0.1:${port}`, '--https', https ? `127.0.0.1:${tlsPort}` : ''];
   if (assets) args.push('--assets', resolve(process.cwd(), assets));
   for (const c of channels) args.push('--channel', c);
   args.push(...extraArgs);
@@ -85,7 +89,8 @@ export async function startStreambed({
       const res = await fetch(`${baseURL}/api/streams`, { signal: AbortSignal.timeout(2000) });
       if (res.status === 200) {
         const doc = await res.json();
-        return { baseURL, streams: doc.streams ?? [], output, stop, command: `${bin} ${args.join(' ')}` };
+        const httpsURL = https ? `https://127.0.0.1:${tlsPort}` : null;
+        return { baseURL, httpsURL, streams: doc.streams ?? [], output, stop, command: `${bin} ${args.join(' ')}` };
       }
       last = `HTTP ${res.status}`;
     } catch (err) {

@@ -26,6 +26,11 @@ const (
 type BrowserPlay struct {
 	Player string // dashjs, hlsjs, wspush (the page's ?player=)
 	TLS    bool
+	// HLSProto is the page's ?hlsproto=: "http1" keeps LL-HLS on the page's own
+	// origin. Without it a page on http: plays LL-HLS over HTTP/2 from the origin's
+	// TLS port (web/src/h2.ts), which the lab's browser reaches (it ignores
+	// certificate errors).
+	HLSProto string
 }
 
 // browserTransports are the transports a browser can play, by the lab's transport
@@ -36,7 +41,7 @@ var browserTransports = map[string]BrowserPlay{
 	"http1":  {Player: "dashjs"},
 	"h2":     {Player: "dashjs", TLS: true},
 	"https":  {Player: "dashjs", TLS: true},
-	"hls":    {Player: "hlsjs"},
+	"hls":    {Player: "hlsjs", HLSProto: "http1"},
 	"hls-h2": {Player: "hlsjs", TLS: true},
 	"ws":     {Player: "wspush"},
 }
@@ -95,6 +100,9 @@ func (s *Scenario) pageURL(server string, cell Cell) (string, error) {
 	q := url.Values{"stream": {name}, "live": {"0"}, "player": {bp.Player}}
 	if live {
 		q.Set("live", "1")
+	}
+	if bp.HLSProto != "" {
+		q.Set("hlsproto", bp.HLSProto)
 	}
 	extra, err := url.ParseQuery(s.Play.PageQuery)
 	if err != nil {

@@ -48,9 +48,11 @@ func TestPageURL(t *testing.T) {
 		t.Fatal(err)
 	}
 	for tr, want := range map[string]string{
-		"h2":  "https://10.0.0.1:8443/?live=1&player=dashjs&stream=live-seg-2s",
-		"ws":  "http://10.0.0.1:8080/?live=1&player=wspush&stream=live-seg-2s",
-		"hls": "http://10.0.0.1:8080/?live=1&player=hlsjs&stream=live-seg-2s",
+		"h2": "https://10.0.0.1:8443/?live=1&player=dashjs&stream=live-seg-2s",
+		"ws": "http://10.0.0.1:8080/?live=1&player=wspush&stream=live-seg-2s",
+		// hls is LL-HLS over HTTP/1.1: the page must not move it to its TLS port.
+		"hls":    "http://10.0.0.1:8080/?hlsproto=http1&live=1&player=hlsjs&stream=live-seg-2s",
+		"hls-h2": "https://10.0.0.1:8443/?live=1&player=hlsjs&stream=live-seg-2s",
 	} {
 		got, err := s.pageURL("10.0.0.1", Cell{"transport": tr})
 		if err != nil || got != want {
@@ -65,7 +67,7 @@ func TestPageURL(t *testing.T) {
 	}
 	// More page parameters from the scenario; the lab's own cannot be overridden.
 	s.Play.PageQuery = "hlsdebug=abr"
-	if got, err := s.pageURL("10.0.0.1", Cell{"transport": "hls"}); err != nil || got != "http://10.0.0.1:8080/?hlsdebug=abr&live=1&player=hlsjs&stream=live-seg-2s" {
+	if got, err := s.pageURL("10.0.0.1", Cell{"transport": "hls"}); err != nil || got != "http://10.0.0.1:8080/?hlsdebug=abr&hlsproto=http1&live=1&player=hlsjs&stream=live-seg-2s" {
 		t.Errorf("page_query: %q %v", got, err)
 	}
 	for _, bad := range []string{"player=dashjs", "a=%zz"} {

@@ -209,6 +209,12 @@ func FuzzParseMedia(f *testing.F) {
 		for _, pt := range mp.Tail {
 			absolute(t, "part URI", pt.URI)
 		}
+		if len(mp.Reports) > maxReports {
+			t.Fatalf("%d rendition reports kept, over the bound %d", len(mp.Reports), maxReports)
+		}
+		for _, r := range mp.Reports {
+			absolute(t, "rendition report URI", r.URI)
+		}
 		if q := nextDirectives(mp); q != "" && !strings.HasPrefix(q, "_HLS_msn=") {
 			t.Fatalf("blocking reload %q", q)
 		}

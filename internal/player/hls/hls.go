@@ -18,8 +18,9 @@
 //
 // Not supported: EXT-X-BYTERANGE, encryption (EXT-X-KEY), MPEG-TS segments (the
 // player never decodes, so they download, but EXT-X-MAP is expected for fMP4), byte-
-// range parts, delta updates (_HLS_skip), I-frame playlists. A reload fetches every media playlist, where players
-// reload only those they play: request counts of live HLS sessions are higher.
+// range parts, delta updates (_HLS_skip), I-frame playlists. A reload of a live playlist
+// that cannot block fetches every media playlist, where players reload only those they
+// play (low-latency reloads fetch only those: reports.go).
 package hls
 
 import (
@@ -53,6 +54,7 @@ type loader struct {
 	// and per media playlist the delivery directives of its next (blocking) reload.
 	master     []byte
 	directives map[string]string
+	last       map[string]*MediaPlaylist // each media playlist as last fetched (reports.go)
 }
 
 func (l *loader) load(ctx context.Context, fetch player.FetcherFunc, u string, now time.Time) (*player.Manifest, error) {
@@ -101,18 +103,22 @@ func (l *loader) load(ctx context.Context, fetch player.FetcherFunc, u string, n
 		l.noteReload(pu, mp)
 		return mp, nil
 	}
+	standIn := map[string]bool{} // media playlists not reloaded: their last stands in
 	if mv != nil && l.blocking(variants[0].URI) {
-		// Blocking reloads: all at once, each held until its next part.
-		uris := []string{}
-		for _, v := range variants {
-			uris = append(uris, v.URI)
-		}
-		if audio != nil {
-			uris = append(uris, audio.URI)
+		// Blocking reloads of what the player plays (reports.go): all at once, each
+		// held until its next part.
+		uris, others := reloadSet(variants, audio, player.Playing(ctx))
+		for _, pu := range others {
+			if mp := l.lastPlaylist(pu); mp != nil {
+				playlists[pu], standIn[pu] = mp, true
+			} else {
+				uris = append(uris, pu)
+			}
 		}
 		if err := l.fetchAll(ctx, fetch, uris, playlists); err != nil {
 			return nil, err
 		}
+		l.followReports(uris, playlists, standIn)
 	}
 	for _, v := range variants {
 		mp, err := fetchPlaylist(v.URI)
@@ -207,7 +213,7 @@ func (l *loader) load(ctx context.Context, fetch player.FetcherFunc, u string, n
 		}
 	}
 	if m.Live && hasPDT {
-		lowLatency(m, playlists, source)
+		lowLatency(m, playlists, source, standIn)
 	}
 	return m, nil
 }
@@ -357,6 +363,8 @@ type MediaPlaylist struct {
 	CanBlockReload bool
 	Tail           []Part
 	TailDate       time.Time // the segment in progress's program date (zero: none)
+	// Reports are its EXT-X-RENDITION-REPORTs: the other renditions' newest parts.
+	Reports []RenditionReport
 }
 
 func (mp *MediaPlaylist) hasPDT() bool {
@@ -439,6 +447,10 @@ func ParseMedia(data []byte, u string) (*MediaPlaylist, error) {
 			if pt, ok := parsePart(base, attrs(val), seq, len(listed)); ok && total < maxParts {
 				listed = append(listed, pt)
 				total++
+			}
+		case tag == "#EXT-X-RENDITION-REPORT":
+			if r, ok := parseReport(base, attrs(val)); ok && len(mp.Reports) < maxReports {
+				mp.Reports = append(mp.Reports, r)
 			}
 		case tag == "#EXT-X-PRELOAD-HINT" && attrs(val)["TYPE"] == "PART":
 			parts++ // a hint alone: the next segment's first part is on its way

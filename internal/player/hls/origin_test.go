@@ -87,8 +87,9 @@ func (r *recorder) Fetch(ctx context.Context, req player.SegmentRequest) (*playe
 }
 
 var (
-	partLine = regexp.MustCompile(`#EXT-X-PART:[^\n]*URI="([^"]+)"`)
-	partName = regexp.MustCompile(`/(\w+)/(\d+)\.(\d+)\.m4s$`)
+	partLine     = regexp.MustCompile(`#EXT-X-PART:[^\n]*URI="([^"]+)"`)
+	partName     = regexp.MustCompile(`/(\w+)/(\d+)\.(\d+)\.m4s$`)
+	playlistName = regexp.MustCompile(`/(\w+)/playlist\.m3u8`)
 )
 
 // TestPlayLLHLSByParts plays the LL-HLS channel for a few seconds as hls.js does and
@@ -126,6 +127,7 @@ func TestPlayLLHLSByParts(t *testing.T) {
 	last := map[string][2]int{}      // track → the segment and part asked last
 	rendition := map[string]string{} // track → the rendition asked last
 	var parts, blocking, reloads, switches int
+	byRendition := map[string]int{} // media playlist requests, by rendition
 	for _, e := range rec.events {
 		switch {
 		case !e.ask:
@@ -134,6 +136,9 @@ func TestPlayLLHLSByParts(t *testing.T) {
 			}
 		case e.kind == player.RequestManifest && strings.Contains(e.url, "/playlist.m3u8"):
 			reloads++
+			if m := playlistName.FindStringSubmatch(e.url); m != nil {
+				byRendition[m[1]]++
+			}
 			if strings.Contains(e.url, "_HLS_msn=") && strings.Contains(e.url, "_HLS_part=") {
 				blocking++
 			}
@@ -178,5 +183,20 @@ func TestPlayLLHLSByParts(t *testing.T) {
 	if rep.ChunkAppends == 0 {
 		t.Error("no chunk appended")
 	}
-	t.Logf("%d parts, %d video switches, %d of %d playlist requests blocking, %d stalls", parts, switches, blocking, reloads, rep.StallCount)
+	// As hls.js, each reload fetches the playlist of the video rendition it plays and
+	// the audio's: video playlists are asked as often as the audio's, plus the other
+	// renditions' once at the first load (reports.go) — not every rendition's each time.
+	var video, audio, renditions int
+	for r, n := range byRendition {
+		if strings.HasPrefix(r, "a") {
+			audio += n
+		} else {
+			video += n
+			renditions++
+		}
+	}
+	if renditions < 2 || audio < 10 || video > audio+renditions-1 {
+		t.Errorf("media playlist requests %v: %d video against %d audio over %d video renditions, want at most audio + %d", byRendition, video, audio, renditions, renditions-1)
+	}
+	t.Logf("%d parts, %d video switches, %d of %d playlist requests blocking (by rendition %v), %d stalls", parts, switches, blocking, reloads, byRendition, rep.StallCount)
 }

@@ -25,9 +25,9 @@ import (
 //   - the target is PART-HOLD-BACK, with hls.js's start position and catch-up
 //     (player.CatchUpHLSJS, target_hlsjs.go).
 //
-// Unlike hls.js, which reloads the playlists it plays, a reload fetches every media
-// playlist (at once, each held on its own), and the multivariant playlist only the
-// first time. Delta updates (_HLS_skip) are not asked for. As in hls.js, playback that
+// As hls.js, a reload fetches the media playlists of what the player plays (at once,
+// each held on its own) and follows rendition reports to the others (reports.go); the
+// multivariant playlist only the first time. Delta updates (_HLS_skip) are not asked for. As in hls.js, playback that
 // starts or switches rendition in the middle of a segment loads from its last
 // independent part (INDEPENDENT=YES: the segment's first, for video) on
 // (player.Segment.Dependent), so the media before the position comes too.
@@ -153,6 +153,10 @@ func (l *loader) noteReload(u string, mp *MediaPlaylist) {
 	if l.directives == nil {
 		l.directives = map[string]string{}
 	}
+	if l.last == nil {
+		l.last = map[string]*MediaPlaylist{}
+	}
+	l.last[u] = mp
 	if q := nextDirectives(mp); q != "" {
 		l.directives[u] = q
 	} else {
@@ -202,7 +206,7 @@ func (l *loader) fetchAll(ctx context.Context, fetch player.FetcherFunc, uris []
 // parts and has PART-HOLD-BACK: the parts replace their segments in each index,
 // PART-HOLD-BACK is the target with hls.js's rule, and reloads block when the
 // playlists allow it.
-func lowLatency(m *player.Manifest, playlists map[string]*MediaPlaylist, source map[*player.Representation]string) {
+func lowLatency(m *player.Manifest, playlists map[string]*MediaPlaylist, source map[*player.Representation]string, standIn map[string]bool) {
 	var hold, part time.Duration
 	blocking := true
 	for _, mp := range playlists {
@@ -216,10 +220,16 @@ func lowLatency(m *player.Manifest, playlists map[string]*MediaPlaylist, source 
 	edge := time.Duration(-1)
 	for r, pu := range source {
 		list, ok := withParts(r.Index.List, playlists[pu], m.AvailabilityStart)
-		if !ok {
+		switch {
+		case !ok && standIn[pu]:
+			continue // an old playlist standing in: its segments, until it is reloaded
+		case !ok:
 			return
 		}
 		lists[r] = list
+		if standIn[pu] {
+			continue // behind the edge by the time it has stood in
+		}
 		if e := list[len(list)-1].End(); edge < 0 || e < edge {
 			edge = e
 		}

@@ -37,6 +37,10 @@ export class HlsAdapter implements PlayerAdapter {
       // log lines, nothing else) on the console as `hlsabr: …`, for the lab client to
       // read beside its request timings (docs/results/latency.md).
       ...(abrDebug() ? { debug: abrLogger() } : {}),
+      // ?hlsprogressive=1: hls.js's documented `progressive` setting (its fetch loader,
+      // which reports a response's bytes as they are read, not XHR's progress events
+      // ~50 ms apart). A lab arm of docs/results/latency.md, not the page's default.
+      ...(progressiveParam() ? { progressive: true } : {}),
     });
     this.hls = hls;
     hls.on(Hls.Events.FRAG_LOADED, (_e, data) => {
@@ -93,6 +97,10 @@ export class HlsAdapter implements PlayerAdapter {
     this.hls?.destroy();
     this.hls = null;
   }
+}
+
+function progressiveParam(): boolean {
+  return new URLSearchParams(window.location.search).get('hlsprogressive') === '1';
 }
 
 function abrDebug(): boolean {
