@@ -47,7 +47,11 @@ cap_serve() {
   local args=(serve --http "127.0.0.1:$port" --https "" --assets "$assets" --no-demo --log-level warn)
   local c; for c in "$@"; do args+=(--channel "$c"); done
   local pin=(); [ -n "$cores" ] && pin=(taskset -c "$cores")
-  GOMAXPROCS=$procs "${pin[@]}" "$BIN" "${args[@]}" > "$work/sb-$port.log" 2>&1 &
+  # SB_GODEBUG, when set, is the origin's GODEBUG (not the load generator's): e.g.
+  # schedtrace=3600000, which keeps Go's monitor thread from sleeping deeply and being
+  # woken at every idle-to-busy turn (docs/results/wspush-capacity.md, 2026-11-24 night).
+  local genv=(); [ -n "${SB_GODEBUG+x}" ] && genv=(env "GODEBUG=$SB_GODEBUG")
+  GOMAXPROCS=$procs "${genv[@]}" "${pin[@]}" "$BIN" "${args[@]}" > "$work/sb-$port.log" 2>&1 &
   SB_PID=$!
   local ch=${1%%=*} i
   for i in $(seq 50); do curl -sf "http://127.0.0.1:$port/live/$ch/manifest.mpd" >/dev/null && return 0; sleep 0.2; done

@@ -80,10 +80,13 @@ sleep 4 # a few segments in the archive
 curl -sf "http://127.0.0.1:$NGX_PORT/live/seg/manifest.mpd" -o /dev/null || { echo "nginx does not answer:"; cat "$work/nginx-error.log"; exit 1; }
 echo "== origin pid $SB_PID, nginx pids $NGX_PIDS; each held to $CPU_QUOTA core on core 0; clients on core 1"
 
+printf '{"command":"bench/ws-capacity-nginx.sh","bin":"%s","commit":"%s","cpu_quota":%s,"cg_period_us":%s,"clients":"%s","ramp":"%s","sb_godebug":"%s","loadavg_before":"%s","note":"load averages of the whole machine, shared with other work"}\n' \
+  "$BIN" "$(git rev-parse --short HEAD 2>/dev/null)" "$CPU_QUOTA" "$CG_PERIOD" "$CLIENTS" "$RAMP" "${SB_GODEBUG-}" "$(cut -d' ' -f1-3 /proc/loadavg)" > "$OUT/info.json"
 common=(--tracks v180 --clients "$CLIENTS" --duration "$DURATION" --ramp "$RAMP" --pause 5s)
 cap_load streambed "http://127.0.0.1:$SB_PORT/live/seg/manifest.mpd" --transport "$SB_TRANSPORTS" "${common[@]}"
 cap_load nginx "http://127.0.0.1:$NGX_PORT/live/seg/manifest.mpd" --transport http1 "${common[@]}" --server-pids "$(echo $NGX_PIDS | tr ' ' ',')"
 
+cut -d' ' -f1-3 /proc/loadavg > "$OUT/loadavg-after.txt"
 echo "== clients keeping up (share ≥ 95% of the encoded bitrate), server CPU (cores)"
 python3 - "$OUT" <<'PY'
 import json, sys, os

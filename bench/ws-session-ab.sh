@@ -8,6 +8,7 @@
 #
 # Usage: sudo OLD=/path/to/old/streambed bench/ws-session-ab.sh
 # env: NEW=bin/streambed PAIRS=3 CLIENTS=3000 DURATION=3s RAMP=3s
+#      OLD_GODEBUG, NEW_GODEBUG: each origin's GODEBUG (one binary both ways: OLD=NEW)
 #      OUT=docs/results/wspush-capacity/DATE-session-ab
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,12 +32,13 @@ mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 work=$(mktemp -d)
 trap 'cap_stop; rm -rf "$work"' EXIT
-printf '{"command":"bench/ws-session-ab.sh","old":"%s","new":"%s","commit":"%s","cores":%s,"pairs":%s,"clients":%s,"duration":"%s","ramp":"%s","loadavg_before":"%s","note":"machine shared with other engineers"}\n' \
-  "$OLD" "$NEW" "$(git rev-parse --short HEAD 2>/dev/null)" "$(nproc)" "$PAIRS" "$CLIENTS" "$DURATION" "$RAMP" "$(cut -d' ' -f1-3 /proc/loadavg)" > "$OUT/info.json"
+printf '{"command":"bench/ws-session-ab.sh","old":"%s","new":"%s","commit":"%s","cores":%s,"pairs":%s,"clients":%s,"duration":"%s","ramp":"%s","loadavg_before":"%s","old_godebug":"%s","new_godebug":"%s","note":"machine shared with other engineers"}\n' \
+  "$OLD" "$NEW" "$(git rev-parse --short HEAD 2>/dev/null)" "$(nproc)" "$PAIRS" "$CLIENTS" "$DURATION" "$RAMP" "$(cut -d' ' -f1-3 /proc/loadavg)" "${OLD_GODEBUG-}" "${NEW_GODEBUG-}" > "$OUT/info.json"
 
 serve_ab() {
   local prof=(); [ -n "$2" ] && prof=(--cpuprofile "$2")
-  GOMAXPROCS=1 taskset -c 0 "$1" serve --http "127.0.0.1:$PORT" --https "" --assets "$ASSETS" --no-demo --log-level warn \
+  local genv=(); [ -n "${3+x}" ] && genv=(env "GODEBUG=$3")
+  GOMAXPROCS=1 "${genv[@]}" taskset -c 0 "$1" serve --http "127.0.0.1:$PORT" --https "" --assets "$ASSETS" --no-demo --log-level warn \
     --channel seg=test "${prof[@]}" > "$work/sb.log" 2>&1 &
   SB_PID=$!
   local i
@@ -48,7 +50,9 @@ for i in $(seq "$PAIRS"); do
   for v in old new; do
     bin=$OLD; [ $v = new ] && bin=$NEW
     prof=""; [ "$i" = "$PAIRS" ] && prof="$OUT/session-$v.pprof"
-    serve_ab "$bin" "$prof"
+    if [ $v = old ] && [ -n "${OLD_GODEBUG+x}" ]; then serve_ab "$bin" "$prof" "$OLD_GODEBUG"
+    elif [ $v = new ] && [ -n "${NEW_GODEBUG+x}" ]; then serve_ab "$bin" "$prof" "$NEW_GODEBUG"
+    else serve_ab "$bin" "$prof"; fi
     cap_load "session-$v-$i" "http://127.0.0.1:$PORT/live/seg/manifest.mpd" --tracks v180 --transport ws --clients "$CLIENTS" --duration "$DURATION" --ramp "$RAMP"
     cap_stop
   done

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/streambed/streambed/internal/httperr"
 	"github.com/streambed/streambed/internal/hub"
 	"github.com/streambed/streambed/internal/layout"
@@ -127,12 +129,23 @@ func (p *Pusher) SaveRules(rs *Rules) error { return p.rules.save(rs, p.validate
 // Wrap is the middleware: it pushes what the strategy says before answering.
 func (p *Pusher) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isWebSocketUpgrade(r) {
+			// A WebSocket push viewer's handshake: nothing is pushed from it, and
+			// planning cost every viewer's set-up a few per cent.
+			next.ServeHTTP(w, r)
+			return
+		}
 		if r.ProtoMajor == 2 && r.Header.Get(HeaderPush) != "" {
 			p.servePushed(w, r, next)
 			return
 		}
 		p.serve(w, r, next)
 	})
+}
+
+// isWebSocketUpgrade says whether r opens a WebSocket (HTTP/1.1 Upgrade: websocket).
+func isWebSocketUpgrade(r *http.Request) bool {
+	return r.ProtoMajor == 1 && httpguts.HeaderValuesContainsToken(r.Header["Upgrade"], "websocket")
 }
 
 // plan is what one request pushes.

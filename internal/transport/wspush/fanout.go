@@ -61,8 +61,9 @@ type fanout struct {
 	writeFn func(fd uintptr) bool
 	wn      int
 	werr    error
-	tally   tally // counters of this batch, added to /metrics once per batch
-	writevs int64 // writev calls of the fast path (tests: frames due together go in one)
+	ready   readyMemo // the last ready message encoded for a joining viewer
+	tally   tally     // counters of this batch, added to /metrics once per batch
+	writevs int64     // writev calls of the fast path (tests: frames due together go in one)
 }
 
 func (h *Handler) fanoutFor(c *hub.Channel) *fanout {
@@ -150,7 +151,8 @@ func (fo *fanout) join(s *session) error {
 	// far; later ones come as events, and those already sent are dropped by index.
 	for _, tr := range s.tracksNow() {
 		p := s.posOf(tr)
-		for m := n; ; m++ {
+		newest, begun := fo.c.Newest(tr.ID) // no look-up (and error) past the newest
+		for m := n; begun && m <= newest; m++ {
 			seg, complete, err := fo.c.Partial(tr.ID, m)
 			if err != nil {
 				break

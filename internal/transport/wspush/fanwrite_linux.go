@@ -48,9 +48,16 @@ func appendIovec(iov []iovec, b []byte) []iovec {
 
 // writevFD is the raw write; it never waits (the caller hands a full socket to the
 // viewer's drain goroutine), so it always reports done.
+//
+// The socket is non-blocking, so the system call cannot block, and it is made
+// without telling the scheduler (RawSyscall): a loopback write of a segment runs
+// the receiver's side too and takes tens of µs, long enough that with one P the
+// runtime's monitor thread took the P away during nearly every write and then kept
+// polling every 20 µs — a sixth of a busy origin's CPU went to that thread and its
+// context switches (docs/results/wspush-capacity.md).
 func (fo *fanout) writevFD(fd uintptr) bool {
 	for {
-		n, _, e := syscall.Syscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&fo.iov[0])), uintptr(len(fo.iov)))
+		n, _, e := syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&fo.iov[0])), uintptr(len(fo.iov)))
 		switch e {
 		case 0:
 			fo.wn = int(n)

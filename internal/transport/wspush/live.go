@@ -143,6 +143,9 @@ func startOf(c *hub.Channel, t *media.Track, n uint64, now time.Time) time.Durat
 
 // keyframeOut says whether the first chunk (a keyframe) of segment n is stored.
 func keyframeOut(c *hub.Channel, t *media.Track, n uint64) bool {
+	if m, ok := c.Newest(t.ID); !ok || m < n {
+		return false // not begun: no look-up (and error) needed
+	}
 	_, _, err := c.Partial(t.ID, n)
 	return err == nil
 }

@@ -105,6 +105,7 @@ type Handler struct {
 	active   atomic.Int64
 	fanned   atomic.Int64 // sessions in a channel fan-out
 	ctr      counters     // for /metrics
+	starts   startMemo    // start messages parsed (setupmemo.go)
 }
 
 // NewHandler returns a handler over h. Sessions end with 1001 when ctx is done.

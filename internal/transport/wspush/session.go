@@ -236,11 +236,33 @@ func (s *session) readStart() (Start, error) {
 	if typ != websocket.MessageText {
 		return Start{}, fmt.Errorf("%w: the start message must be a text message", ErrStart)
 	}
-	b, err := io.ReadAll(io.LimitReader(r, MaxStartLen+1))
+	bp := startBufs.Get().(*[MaxStartLen + 1]byte)
+	defer startBufs.Put(bp)
+	b, err := readAtMost(r, bp[:])
 	if err != nil {
 		return Start{}, fmt.Errorf("%w: %w", errClosed, err)
 	}
-	return ParseStart(b)
+	return s.h.starts.parse(b)
+}
+
+// startBufs hold start messages while they are read (one read each, no growing).
+var startBufs = sync.Pool{New: func() any { return new([MaxStartLen + 1]byte) }}
+
+// readAtMost reads r to its end into buf, or until buf is full: as
+// io.ReadAll(io.LimitReader(r, len(buf))) does, without allocating.
+func readAtMost(r io.Reader, buf []byte) ([]byte, error) {
+	n := 0
+	for n < len(buf) {
+		k, err := r.Read(buf[n:])
+		n += k
+		if err == io.EOF {
+			return buf[:n], nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return buf, nil
 }
 
 // setup chooses the tracks, the policy and the start segment.
@@ -438,7 +460,17 @@ func (s *session) ready(start time.Duration, live bool, ast time.Time, dur time.
 	} else {
 		r.Audio = cur.ID
 	}
-	s.push(r)
+	if s.fan != nil {
+		// Joining a fan-out (under its lock): viewers that join at the same segment
+		// with the same tracks get the same bytes.
+		b, err := s.fan.ready.encode(&r)
+		if err != nil {
+			return err
+		}
+		s.emit(item{text: b})
+	} else {
+		s.push(r)
+	}
 	if err := s.pushInit(cur, s.base); err != nil {
 		return err
 	}
