@@ -177,7 +177,10 @@ type Stats struct {
 	// Prefetched counts segments the player got from a fetch started before it asked
 	// (pipelining); Wasted those fetched ahead and dropped unasked.
 	Prefetched, Wasted int64
-	Samples            []Sample
+	// Drained counts answers to cancelled pipelined requests (a seek) that were read
+	// and thrown away to keep their connection open (ConnOptions.DrainLimit).
+	Drained int64
+	Samples []Sample
 }
 
 // Sample is the throughput of one segment download after slow start.
@@ -193,7 +196,7 @@ type Sample struct {
 func (c *Client) Stats() Stats {
 	return Stats{Segments: c.segments.Load(), Ranges: c.ranges.Load(), Retries: c.retries.Load(),
 		Heads: c.heads.Load(), Fallbacks: c.fallbacks.Load(), Prefetched: c.prefetched.Load(), Wasted: c.wasted.Load(),
-		Samples: c.samples.all()}
+		Drained: c.pool.drained(), Samples: c.samples.all()}
 }
 
 // Fetch gets req: media segments in N ranges, everything else with one GET.
