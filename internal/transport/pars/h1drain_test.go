@@ -147,6 +147,7 @@ func TestPipeConnDrainsSmallRest(t *testing.T) {
 // closes the connection; the request pipelined behind it fails with an error and
 // the next one dials a new connection.
 func TestPipeConnClosesOnLargeRest(t *testing.T) {
+	bRead := make(chan struct{})
 	s := newScriptOrigin(t, func(k int, c net.Conn, br *bufio.Reader) {
 		if _, err := http.ReadRequest(br); err != nil {
 			return
@@ -154,6 +155,9 @@ func TestPipeConnClosesOnLargeRest(t *testing.T) {
 		if k == 0 {
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n")
 			c.Write(make([]byte, 1000))
+			if _, err := http.ReadRequest(br); err == nil { // B, pipelined behind A
+				close(bRead)
+			}
 			io.Copy(io.Discard, br) // until the client closes
 			return
 		}
@@ -181,6 +185,7 @@ func TestPipeConnClosesOnLargeRest(t *testing.T) {
 		}
 		bErr <- err
 	}()
+	<-bRead // B is on the wire behind A
 	cancelA()
 	io.ReadAll(respA.Body)
 	respA.Body.Close()
@@ -385,4 +390,61 @@ func TestH1PipelineOriginVanishes(t *testing.T) {
 		t.Errorf("error %q does not say the origin went away", err)
 	}
 	t.Logf("error: %v", err)
+}
+
+// TestDefaultPipelined: ParS as by default pipelines two requests per HTTP/1.1
+// connection and cuts each segment after the first into two ranges per connection;
+// Streams = 1 and RangesPerConnection = 1 turn both off. Shown at the origin: the
+// range requests per segment and the requests outstanding per connection.
+func TestDefaultPipelined(t *testing.T) {
+	sizes := []int{300_000, 300_001, 299_999, 250_000}
+	for _, tc := range []struct {
+		name             string
+		streams, ranges  int
+		perSeg, maxQueue int
+	}{
+		{"default", 0, 0, 8, 2},
+		{"off", 1, 1, 4, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := newRawOrigin(t, sizes...)
+			opts := Options{Connections: 4, RangesPerConnection: tc.ranges}
+			opts.Streams = tc.streams
+			c, err := New(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, pipelined := c.pool.opts.withDefaults(), c.pipelinedH1(); pipelined != (tc.maxQueue == 2) {
+				t.Fatalf("pipelined HTTP/1.1 %v with Streams %d", pipelined, c.opts.Streams)
+			}
+			for i := range sizes {
+				if got := fetchRaw(t, c, o, i+1); !bytes.Equal(got, o.files[fmt.Sprintf("/vod/a/v/%d.m4s", i+1)]) {
+					t.Fatalf("segment %d: not the resource", i+1)
+				}
+			}
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			perSeg := map[string]int{}
+			for _, r := range o.reqs {
+				if f := strings.Fields(r); len(f) == 3 && strings.HasSuffix(f[1], ".m4s") {
+					perSeg[f[1]]++
+				}
+			}
+			for i := range sizes {
+				want := tc.perSeg
+				if i == 0 {
+					want = 4 // a rendition's first segment: one range per connection
+				}
+				if got := perSeg[fmt.Sprintf("/vod/a/v/%d.m4s", i+1)]; got != want {
+					t.Errorf("segment %d: %d range requests, want %d", i+1, got, want)
+				}
+			}
+			for conn, m := range o.maxOut {
+				if m > tc.maxQueue {
+					t.Errorf("connection %d had %d requests outstanding, want at most %d", conn, m, tc.maxQueue)
+				}
+			}
+		})
+	}
 }

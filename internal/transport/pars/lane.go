@@ -38,7 +38,8 @@ type ConnOptions struct {
 	// Content-Length claims, before allocating it (default 256 MiB).
 	MaxSegmentBytes int64
 	Logger          *slog.Logger
-	// Streams is how many range requests one connection carries at once (1). Over
+	// Streams is how many range requests one connection carries at once (0: for ParS
+	// over HTTP/1.1 DefaultStreams, 2; otherwise 1). Over
 	// HTTP/1.1 (the default LaneProtocol) more than one is HTTP/1.1 pipelining
 	// (h1pipe.go): ParS writes a connection's next range request when the rest of
 	// its current body is due within about 1.5 round trips, so the next body follows
