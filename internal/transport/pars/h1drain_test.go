@@ -448,3 +448,42 @@ func TestDefaultPipelined(t *testing.T) {
 		})
 	}
 }
+
+// TestFirstSegmentDialsWhileIndexLoads: the connections of a rendition's first
+// segment are dialled while the sidecar index is fetched, not after it: the origin
+// holds the index's last byte until all N connections are open, which would never
+// happen if they waited for the index.
+func TestFirstSegmentDialsWhileIndexLoads(t *testing.T) {
+	const n = 4
+	o := newRawOrigin(t, 300_000, 300_000)
+	o.hold = func(conn int, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, IndexFile) {
+			return
+		}
+		timeout := time.After(20 * time.Second)
+		for open := 0; open < n; { // the index's own connection among them
+			select {
+			case <-o.accepted:
+				open++
+			case <-timeout:
+				t.Errorf("only %d of %d connections open while the index was held", open, n)
+				return
+			}
+		}
+	}
+	c, err := New(Options{Connections: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i := 1; i <= 2; i++ {
+		if got := fetchRaw(t, c, o, i); !bytes.Equal(got, o.files[fmt.Sprintf("/vod/a/v/%d.m4s", i)]) {
+			t.Fatalf("segment %d: not the resource", i)
+		}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.conns != n {
+		t.Errorf("%d connections for N = %d: %q", o.conns, n, o.reqs)
+	}
+}

@@ -45,8 +45,9 @@ type pipeConn struct {
 
 	drained atomic.Int64 // abandoned answers read to their end instead of closing
 
-	mu  sync.Mutex
-	cur *pipeLink // nil: dial at the next request
+	mu     sync.Mutex
+	cur    *pipeLink // nil: dial at the next request
+	closed bool      // Close was called: connect dials no more
 }
 
 // pipeLink is one TCP connection of a pipeConn.
@@ -227,9 +228,7 @@ func (p *pipeConn) send(req *http.Request) (l *pipeLink, turn, done chan struct{
 		if err != nil {
 			return nil, nil, nil, false, err
 		}
-		tail := make(chan struct{})
-		close(tail)
-		p.cur = &pipeLink{nc: nc, br: bufio.NewReaderSize(nc, 32<<10), tail: tail, drained: &p.drained}
+		p.cur = p.link(nc)
 	}
 	l = p.cur
 	if err := req.Write(l.nc); err != nil { // one write: Request.Write buffers and flushes
@@ -242,6 +241,30 @@ func (p *pipeConn) send(req *http.Request) (l *pipeLink, turn, done chan struct{
 	alone = l.out == 0
 	l.out++
 	return l, turn, done, alone, nil
+}
+
+// connect dials the connection for u ahead of its first request, if it has none;
+// a failure is left for that request to meet and report.
+func (p *pipeConn) connect(ctx context.Context, u string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cur != nil || p.closed {
+		return
+	}
+	if nc, err := p.dial(req); err == nil {
+		p.cur = p.link(nc)
+	}
+}
+
+// link wraps a new TCP connection; nothing is outstanding on it yet.
+func (p *pipeConn) link(nc net.Conn) *pipeLink {
+	tail := make(chan struct{})
+	close(tail)
+	return &pipeLink{nc: nc, br: bufio.NewReaderSize(nc, 32<<10), tail: tail, drained: &p.drained}
 }
 
 func (p *pipeConn) dial(req *http.Request) (net.Conn, error) {
@@ -418,7 +441,7 @@ func (p *pipeConn) WireBytes() (read, written int64) { return p.wire.Bytes() }
 func (p *pipeConn) Close() error {
 	p.mu.Lock()
 	l := p.cur
-	p.cur = nil
+	p.cur, p.closed = nil, true
 	p.mu.Unlock()
 	if l != nil {
 		l.breakWith(errors.New("closed"))
