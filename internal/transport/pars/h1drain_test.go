@@ -487,3 +487,26 @@ func TestFirstSegmentDialsWhileIndexLoads(t *testing.T) {
 		t.Errorf("%d connections for N = %d: %q", o.conns, n, o.reqs)
 	}
 }
+
+// TestNoIndexKeepsNConnections: without an index (a live track: every size by HEAD,
+// no fetching ahead) ParS as by default opens N connections, not N more per
+// segment: only a rendition's first segment dials its connections ahead.
+func TestNoIndexKeepsNConnections(t *testing.T) {
+	const n = 4
+	o := newRawOrigin(t, 300_000, 300_001, 299_999, 300_000, 250_000)
+	c, err := New(Options{Connections: n, NoIndex: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i := 1; i <= 5; i++ {
+		if got := fetchRaw(t, c, o, i); !bytes.Equal(got, o.files[fmt.Sprintf("/vod/a/v/%d.m4s", i)]) {
+			t.Fatalf("segment %d: not the resource", i)
+		}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.conns > n+1 { // + one for the HEADs while the chain holds its N
+		t.Errorf("%d connections for N = %d over 5 segments", o.conns, n)
+	}
+}

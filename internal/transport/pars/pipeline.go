@@ -173,7 +173,7 @@ func (c *Client) fetchPipelined(ctx context.Context, req player.SegmentRequest, 
 		if n > 1 && !whole {
 			if known, ok := c.knownSize(req.URL); ok {
 				size = known // no lane needed (sizeOnLane would dial ones for nothing)
-			} else if size, err = c.sizeOnLane(ctx, req.URL, n); err != nil {
+			} else if size, err = c.sizeOnLane(ctx, req.URL, warmLanes(first, n)); err != nil {
 				return nil, Sample{}, true, err
 			}
 		}
@@ -564,6 +564,16 @@ func (c *Client) noRangeFor(u string) {
 		c.fallbacks.Add(1)
 		c.opts.Logger.Info("server ignores Range; fetching whole segments from now on", "host", host)
 	}
+}
+
+// warmLanes is how many lanes sizeOnLane takes: a rendition's first segment's n
+// (its chain has none yet and takes these from the pool next), else 1 (later
+// segments run on the chain's own lanes: more would be idle connections).
+func warmLanes(first bool, n int) int {
+	if first {
+		return n
+	}
+	return 1
 }
 
 // sizeOnLane learns u's size on a lane of the pool (the index, else HEAD). The
