@@ -104,7 +104,7 @@ func Play(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var (
 		transport   = fs.String("transport", "", "http1, h2, h2c, pars, parallel, ws, h2push-STRATEGY or h2cpush-STRATEGY (default: h2 for https, http1 for http, ws for ws)")
 		connections = fs.String("connections", "", "pars: N (1..8) or auto (default auto); parallel: N (default 4)")
-		parsPipe    = fs.Bool("pars-pipeline", false, "pars: pipelined HTTP/1.1 (each connection asks for its next range before the current one ends) and two ranges per connection and segment")
+		parsPipe    = fs.Bool("pars-pipeline", true, "pars: pipelined HTTP/1.1 (each connection asks for its next range before the current one ends) and two ranges per connection and segment; =false: one request and one range per connection at a time")
 		duration    = durationFlag(fs, "duration", 0, "stop after this much session time (0: to the end; live: until interrupted)")
 		asJSON      = fs.Bool("json", false, "print the report as one JSON object on stdout")
 		abrSpec     = fs.String("abr", "throughput", "ABR rule: throughput, bba, bola or fixed:TRACKID")
@@ -150,7 +150,7 @@ func Play(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	client, err := newPlayTransport(*transport, u, playTransportOptions{Insecure: *insecure, Connections: *connections, ParSPipeline: *parsPipe})
+	client, err := newPlayTransport(*transport, u, playTransportOptions{Insecure: *insecure, Connections: *connections, NoParSPipeline: !*parsPipe})
 	if err != nil {
 		return err
 	}

@@ -15,8 +15,9 @@ import (
 )
 
 // TestPlayParSPipeline plays the test asset with `play --transport pars
-// --connections 2 --pars-pipeline` from the real origin with its segment index: to
-// the end, without stalls, over two connections.
+// --connections 2` (pipelined HTTP/1.1 by default) and with `--pars-pipeline=false`
+// from the real origin with its segment index: to the end, without stalls, over two
+// connections.
 func TestPlayParSPipeline(t *testing.T) {
 	a, err := hub.OpenAsset(testmedia.Asset(t))
 	if err != nil {
@@ -28,16 +29,18 @@ func TestPlayParSPipeline(t *testing.T) {
 	srv.Handle(pars.IndexPattern, pars.IndexHandler(h))
 	s := httptest.NewServer(srv.Handler())
 	defer s.Close()
-	var out, errOut bytes.Buffer
-	err = Play(context.Background(), []string{s.URL + "/vod/" + a.Info().Name + "/manifest.mpd", "--transport", "pars", "--connections", "2", "--pars-pipeline", "--json", "--no-samples"}, &out, &errOut)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, errOut.String())
-	}
-	var rep map[string]any
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatalf("not one JSON object: %v\n%s", err, out.String())
-	}
-	if rep["end_reason"] != "ended" || rep["stall_count"].(float64) != 0 || rep["connections"].(float64) != 2 || rep["protocol"] != "HTTP/1.1" {
-		t.Errorf("report %s", out.String())
+	for _, flags := range [][]string{nil, {"--pars-pipeline=false"}} {
+		var out, errOut bytes.Buffer
+		args := append([]string{s.URL + "/vod/" + a.Info().Name + "/manifest.mpd", "--transport", "pars", "--connections", "2", "--json", "--no-samples"}, flags...)
+		if err := Play(context.Background(), args, &out, &errOut); err != nil {
+			t.Fatalf("%v: %v\n%s", flags, err, errOut.String())
+		}
+		var rep map[string]any
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatalf("%v: not one JSON object: %v\n%s", flags, err, out.String())
+		}
+		if rep["end_reason"] != "ended" || rep["stall_count"].(float64) != 0 || rep["connections"].(float64) != 2 || rep["protocol"] != "HTTP/1.1" {
+			t.Errorf("%v: report %s", flags, out.String())
+		}
 	}
 }

@@ -118,21 +118,24 @@ func parsCell(ctx context.Context, l *lab, urls []string, nums []uint64, n int, 
 type parsVariant struct {
 	name    string
 	serial  bool // one segment at a time (no pipelining)
-	streams int  // requests per connection at once
+	streams int  // requests per connection at once (0: the client's default)
 	proto   httppull.Protocol
-	ranges  int // ranges per connection and segment
+	ranges  int // ranges per connection and segment (0: the client's default)
 }
 
-// parsVariants: ParS as the client does it by default (pipelined, HTTP/1.1); with
-// -streams S each connection carrying S requests, pipelined over HTTP/1.1 (pars-h1xS)
-// and over h2c (pars-h2xS); with -ranges-per-conn R, R ranges per connection and
-// segment (pars-rR, and pars-h1xS-rR with -streams); -clients keeps some of these;
-// with -serial one segment at a time as before pipelining (pars-serial).
+// parsVariants: ParS as the client does it by default (pars: pipelined HTTP/1.1, two
+// ranges per connection and segment since 2026-11-24) and as it did before
+// (pars-nopipe: one request and one range per connection at a time,
+// `--pars-pipeline=false`); with -streams S each connection carrying S requests and
+// one range each, pipelined over HTTP/1.1 (pars-h1xS) and over h2c (pars-h2xS); with
+// -ranges-per-conn R, R ranges per connection and segment (pars-rR with one request
+// at a time, and pars-h1xS-rR with -streams); -clients keeps some of these; with
+// -serial one segment at a time as before pipelining (pars-serial).
 func parsVariants(o options) []parsVariant {
-	vs := []parsVariant{{name: "pars", streams: 1}}
+	vs := []parsVariant{{name: "pars"}, {name: "pars-nopipe", streams: 1, ranges: 1}}
 	if o.streams > 1 {
-		vs = append(vs, parsVariant{name: fmt.Sprintf("pars-h1x%d", o.streams), streams: o.streams, proto: httppull.HTTP1},
-			parsVariant{name: fmt.Sprintf("pars-h2x%d", o.streams), streams: o.streams, proto: httppull.H2C})
+		vs = append(vs, parsVariant{name: fmt.Sprintf("pars-h1x%d", o.streams), streams: o.streams, proto: httppull.HTTP1, ranges: 1},
+			parsVariant{name: fmt.Sprintf("pars-h2x%d", o.streams), streams: o.streams, proto: httppull.H2C, ranges: 1})
 	}
 	if o.rangesPerConn > 1 {
 		vs = append(vs, parsVariant{name: fmt.Sprintf("pars-r%d", o.rangesPerConn), streams: 1, ranges: o.rangesPerConn})
@@ -150,7 +153,7 @@ func parsVariants(o options) []parsVariant {
 		vs = keep
 	}
 	if o.serial {
-		vs = append(vs, parsVariant{name: "pars-serial", serial: true, streams: 1})
+		vs = append(vs, parsVariant{name: "pars-serial", serial: true, streams: 1, ranges: 1})
 	}
 	return vs
 }

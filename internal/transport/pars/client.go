@@ -16,6 +16,19 @@ import (
 	"github.com/streambed/streambed/internal/transport/httppull"
 )
 
+// ParS's defaults for the connections' requests (docs/results/pars.md, 2026-11-24:
+// 85% of a lossy 10 Mbit/s link at N = 4 against 79–80% with one request and one
+// range per connection at a time). Streams = 1 and RangesPerConnection = 1 turn
+// them off.
+const (
+	// DefaultStreams: each HTTP/1.1 connection pipelines its next range's request
+	// behind the current body (h1pipe.go), hiding the request's round trip.
+	DefaultStreams = 2
+	// DefaultRangesPerConnection: each segment after a rendition's first is cut into
+	// two ranges per connection, taken from the queue as connections free up.
+	DefaultRangesPerConnection = 2
+)
+
 // Options configure a ParS Client.
 type Options struct {
 	ConnOptions
@@ -50,7 +63,7 @@ type Options struct {
 	// current one's slowest range was still running had nothing to do.
 	Ahead int
 	// RangesPerConnection cuts each pipelined segment into this many ranges per
-	// connection (1): the connections take them from the queue as they become free,
+	// connection (0: DefaultRangesPerConnection, 2): the connections take them from the queue as they become free,
 	// so a slow connection holds a smaller share of the segment. Pays off where the
 	// next range's request does not cost a round trip (Streams > 1). With a fixed N
 	// only: the estimator's samples need one range per connection.
@@ -93,6 +106,12 @@ var (
 
 // New builds a ParS client.
 func New(o Options) (*Client, error) {
+	if o.Streams == 0 && (o.LaneProtocol == "" || o.LaneProtocol == httppull.HTTP1) {
+		o.Streams = DefaultStreams
+	}
+	if o.RangesPerConnection == 0 {
+		o.RangesPerConnection = DefaultRangesPerConnection
+	}
 	o.ConnOptions = o.ConnOptions.withDefaults()
 	if o.MaxConnections <= 0 {
 		o.MaxConnections = 8
@@ -177,7 +196,10 @@ type Stats struct {
 	// Prefetched counts segments the player got from a fetch started before it asked
 	// (pipelining); Wasted those fetched ahead and dropped unasked.
 	Prefetched, Wasted int64
-	Samples            []Sample
+	// Drained counts answers to cancelled pipelined requests (a seek) that were read
+	// and thrown away to keep their connection open (ConnOptions.DrainLimit).
+	Drained int64
+	Samples []Sample
 }
 
 // Sample is the throughput of one segment download after slow start.
@@ -193,7 +215,7 @@ type Sample struct {
 func (c *Client) Stats() Stats {
 	return Stats{Segments: c.segments.Load(), Ranges: c.ranges.Load(), Retries: c.retries.Load(),
 		Heads: c.heads.Load(), Fallbacks: c.fallbacks.Load(), Prefetched: c.prefetched.Load(), Wasted: c.wasted.Load(),
-		Samples: c.samples.all()}
+		Drained: c.pool.drained(), Samples: c.samples.all()}
 }
 
 // Fetch gets req: media segments in N ranges, everything else with one GET.

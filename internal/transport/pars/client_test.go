@@ -115,8 +115,11 @@ func (o *testOrigin) reset() {
 
 func newTestClient(t *testing.T, n int, mut ...func(*Options)) *Client {
 	t.Helper()
-	o := Options{Connections: n, MinRange: 1}
-	o.StallTimeout = 5 * time.Second
+	// One request and one range per connection at a time, the mode most of these
+	// tests were written for; the default (pipelined, two ranges per connection) is
+	// TestDefaultPipelined's and pipelinedClient's.
+	o := Options{Connections: n, MinRange: 1, RangesPerConnection: 1}
+	o.Streams, o.StallTimeout = 1, 5*time.Second
 	for _, f := range mut {
 		f(&o)
 	}

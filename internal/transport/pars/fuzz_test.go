@@ -1,6 +1,7 @@
 package pars
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -292,6 +293,99 @@ func FuzzPipeConn(f *testing.F) {
 		wg.Wait()
 		if ctx.Err() != nil {
 			t.Fatalf("hung on %q", answer)
+		}
+	})
+}
+
+// FuzzPipeConnCancel: any answer bytes, sent in two parts, with the first of two
+// pipelined requests cancelled between them (while its head or body is awaited, or
+// half read): every request ends with a response or an error, never a hang, and
+// every request slot comes back (a drain in the background ends too).
+func FuzzPipeConnCancel(f *testing.F) {
+	for _, s := range []struct {
+		answer string
+		split  uint16
+		read   uint8
+	}{
+		{"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 45, 3},
+		{"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 10, 0},
+		{"HTTP/1.1 200 OK\r\nContent-Length: 99999\r\n\r\nshort", 40, 1},
+		{"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", 50, 2},
+		{"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabcHTTP/1.1 200 OK\r\nContent-Length: 99999999\r\n\r\nx", 41, 0},
+		{"garbage", 3, 0},
+	} {
+		f.Add([]byte(s.answer), s.split, s.read)
+	}
+	f.Fuzz(func(t *testing.T, answer []byte, split uint16, read uint8) {
+		k := min(int(split), len(answer))
+		cut, written := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		o := ConnOptions{}.withDefaults()
+		o.StallTimeout = 5 * time.Second
+		o.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			client, server := net.Pipe()
+			go func() {
+				defer server.Close()
+				go func() { // the requests: the first one's arrival is told
+					br := bufio.NewReader(server)
+					if _, err := http.ReadRequest(br); err == nil {
+						once.Do(func() { close(written) })
+					}
+					io.Copy(io.Discard, br)
+				}()
+				server.Write(answer[:k])
+				<-cut
+				server.Write(answer[k:])
+			}()
+			return client, nil
+		}
+		p := newPipeConn(o, 2)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		first, cancelFirst := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { // the first request: cancelled once it is written
+			defer wg.Done()
+			req, _ := http.NewRequestWithContext(first, http.MethodGet, "http://origin/a", nil)
+			resp, err := p.Do(req)
+			if err != nil {
+				return
+			}
+			defer resp.Body.Close()
+			io.ReadFull(resp.Body, make([]byte, int(read)))
+			io.ReadAll(resp.Body)
+		}()
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://origin/b", nil)
+			resp, err := p.Do(req)
+			if err != nil {
+				return
+			}
+			defer resp.Body.Close()
+			io.ReadAll(resp.Body)
+		}()
+		select {
+		case <-written:
+		case <-ctx.Done():
+			t.Fatal("the first request was never written")
+		}
+		cancelFirst()
+		close(cut)
+		wg.Wait()
+		if ctx.Err() != nil {
+			t.Fatalf("hung on %q", answer)
+		}
+		p.Close()
+		slotsBack, stop := context.WithTimeout(context.Background(), 20*time.Second)
+		defer stop()
+		for range 2 { // every slot back: nothing left holding the connection
+			select {
+			case p.slots <- struct{}{}:
+			case <-slotsBack.Done():
+				t.Fatalf("a request slot was never released on %q", answer)
+			}
 		}
 	})
 }

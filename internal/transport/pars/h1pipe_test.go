@@ -29,6 +29,8 @@ type rawOrigin struct {
 	// hold, if set, runs before the last byte of a body: the test decides when the
 	// response may end. conn counts connections from 0.
 	hold func(conn int, r *http.Request)
+	// accepted is told each connection's number as it is accepted (while it has room).
+	accepted chan int
 
 	mu      sync.Mutex
 	conns   int
@@ -43,7 +45,7 @@ func newRawOrigin(t *testing.T, sizes ...int) *rawOrigin {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := &rawOrigin{t: t, ln: ln, files: map[string][]byte{}, maxOut: map[int]int{}, arrived: make(chan string, 1024)}
+	o := &rawOrigin{t: t, ln: ln, files: map[string][]byte{}, maxOut: map[int]int{}, arrived: make(chan string, 1024), accepted: make(chan int, 1024)}
 	for i, n := range sizes {
 		b := make([]byte, n)
 		for j := range b {
@@ -68,6 +70,10 @@ func (o *rawOrigin) serve() {
 		id := o.conns
 		o.conns++
 		o.mu.Unlock()
+		select {
+		case o.accepted <- id:
+		default:
+		}
 		go o.conn(id, c)
 	}
 }
