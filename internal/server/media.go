@@ -157,7 +157,11 @@ func (s *Server) handleVOD(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleVODTrack(w http.ResponseWriter, r *http.Request) {
-	name, track, file := r.PathValue("stream"), r.PathValue("track"), r.PathValue("file")
+	s.serveVODTrack(w, r, r.PathValue("stream"), r.PathValue("track"), r.PathValue("file"))
+}
+
+// serveVODTrack answers GET /vod/{name}/{track}/{file} (also reached from trackRouter).
+func (s *Server) serveVODTrack(w http.ResponseWriter, r *http.Request, name, track, file string) {
 	if err := checkNames(name, track); err != nil {
 		httperr.Write(w, err)
 		return
