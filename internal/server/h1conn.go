@@ -54,7 +54,10 @@ type h1Conn struct {
 	drained bool     // the last read left the socket empty: wait before reading
 	loopFd  uintptr  // the socket, while in the loop
 	loopEnd connStep // why the callback left the loop
-	loopFn  func(fd uintptr) bool
+	// woke: the callback was called again because the socket became readable, so
+	// the idle deadline set before the wait stands (loopCalled: called once already).
+	woke, loopCalled bool
+	loopFn           func(fd uintptr) bool
 
 	// Raw socket writes: their state and the callbacks RawConn.Write runs, made
 	// once per connection.
@@ -143,7 +146,10 @@ func (c *h1Conn) advance() connStep {
 	}
 	for {
 		if c.br.Buffered() == 0 {
-			c.idleDeadline()
+			if !c.woke {
+				c.idleDeadline() // moved before each wait, not again on waking from it
+			}
+			c.woke = false
 			if _, err := c.br.Peek(1); err != nil {
 				if err == errWouldBlock {
 					return stepWait

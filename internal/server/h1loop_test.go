@@ -240,3 +240,34 @@ func TestReadLoopIdleConnectionHoldsNoBuffer(t *testing.T) {
 		t.Errorf("%.0f bytes of heap per idle connection: a head buffer is kept while idle", per)
 	}
 }
+
+// The idle timeout ends a lean connection that sends nothing, before its first
+// request and after answered ones (the deadline is moved before each wait for the
+// next request, not on waking from it).
+func TestReadLoopIdleTimeout(t *testing.T) {
+	s, _ := testOrigin(t)
+	addr, lean := leanOriginIdle(t, s, 10*time.Second, 200*time.Millisecond)
+	for _, requests := range []int{0, 1, 3} {
+		c, err := net.Dial("tcp", addr)
+		must(t, err)
+		br := bufio.NewReader(c)
+		for range requests {
+			_, err := io.WriteString(c, "GET /vod/clip/v1/1.m4s HTTP/1.1\r\nHost: a\r\n\r\n")
+			must(t, err)
+			resp, err := http.ReadResponse(br, nil)
+			must(t, err)
+			if n, _ := io.Copy(io.Discard, resp.Body); resp.StatusCode != 200 || n != 800 {
+				t.Fatalf("status %d, %d bytes", resp.StatusCode, n)
+			}
+		}
+		// Generous: the bound says the server closed the connection, not how fast.
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		if n, err := br.Read(make([]byte, 1)); err != io.EOF {
+			t.Errorf("after %d requests and silence: read %d bytes, %v; want the server's close (EOF)", requests, n, err)
+		}
+		c.Close()
+	}
+	if lean.served.Load() != 4 || lean.handedOff.Load() != 0 {
+		t.Errorf("lean path served %d, handed off %d; want 4 and 0", lean.served.Load(), lean.handedOff.Load())
+	}
+}
