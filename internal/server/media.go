@@ -238,6 +238,10 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, path string, 
 				return
 			}
 		}
+		if r.ProtoMajor == 2 {
+			_, _ = copyPooled(w, fd, cf.Size) // HTTP/2 has no sendfile: copy, in large pieces
+			return
+		}
 		// CopyN hands the connection an io.LimitedReader of an *os.File, which it sends
 		// with sendfile; io.Copy would go through File.WriteTo and copy in user space.
 		_, _ = io.CopyN(w, fd, cf.Size)
