@@ -111,3 +111,35 @@ func TestTrackRouterHostPattern(t *testing.T) {
 		t.Fatalf("GET with Host other.example: %d %q, want the host-specific route's answer", rec.Code, trim(rec.Body.String()))
 	}
 }
+
+// FuzzTrackRouter: for any request path the track router answers exactly as
+// ServeMux's routing does (status, headers, body), with a route beside the track
+// routes that claims one file name.
+func FuzzTrackRouter(f *testing.F) {
+	s, _ := testOrigin(f)
+	s.Handle("GET /vod/{stream}/{track}/index.json", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("index of " + r.PathValue("stream") + "/" + r.PathValue("track")))
+	}))
+	for _, seed := range []string{"/vod/clip/v1/1.m4s", "/live/ch/v1/45.m4s", "/vod/clip/v1/index.json",
+		"/vod/clip//1.m4s", "/vod/clip/v1/../x", "/vod/a%2Fb/v1/1.m4s", "/live/ch/v1/init.mp4", "/vod/clip/v1/1.m4s/"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, path string) {
+		req := func() *http.Request {
+			r, err := http.NewRequest(http.MethodGet, "http://origin.example"+path, nil)
+			if err != nil {
+				return nil
+			}
+			return r
+		}
+		if req() == nil {
+			t.Skip("not a request target net/http would parse")
+		}
+		got, want := httptest.NewRecorder(), httptest.NewRecorder()
+		s.tracks.ServeHTTP(got, req())
+		s.mux.ServeHTTP(want, req())
+		if got.Code != want.Code || !reflect.DeepEqual(got.Header(), want.Header()) || got.Body.String() != want.Body.String() {
+			t.Fatalf("GET %q: router %d %v %q; ServeMux %d %v %q", path, got.Code, got.Header(), trim(got.Body.String()), want.Code, want.Header(), trim(want.Body.String()))
+		}
+	})
+}
