@@ -144,12 +144,13 @@ func (c *h1Conn) advance() connStep {
 		c.br = c.srv.readers.Get().(*bufio.Reader)
 		c.br.Reset(c)
 	}
+	woke := c.woke // this call follows a wait: the first check for bytes needs no new deadline
+	c.woke = false
 	for {
 		if c.br.Buffered() == 0 {
-			if !c.woke {
+			if !woke {
 				c.idleDeadline() // moved before each wait, not again on waking from it
 			}
-			c.woke = false
 			if _, err := c.br.Peek(1); err != nil {
 				if err == errWouldBlock {
 					return stepWait
@@ -157,6 +158,7 @@ func (c *h1Conn) advance() connStep {
 				return stepClose
 			}
 		}
+		woke = false // from here on, the check for bytes is before a wait
 		if !c.srv.setActive(c) {
 			return stepClose // shutting down: no new request on this connection
 		}
