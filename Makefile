@@ -31,7 +31,7 @@ BENCH_INGEST_DEPS := curl:curl jq:jq taskset:util-linux bc:bc ffmpeg:ffmpeg
 STRESS_DEPS   := stress-ng:stress-ng
 
 .PHONY: run test build deps test-deps demo test-assets go-test lint bench bench-origin bench-ws-capacity \
-        bench-ws-capacity-nginx bench-ws-relay bench-ab bench-h1-ab bench-ingest stress-suite lab-peers lab-smoke clean help
+        bench-ws-capacity-nginx bench-ws-relay bench-ab bench-h1-ab bench-h2-ab bench-ingest stress-suite lab-peers lab-smoke clean help
 .DEFAULT_GOAL := help
 
 help:
@@ -43,6 +43,7 @@ help:
 	@echo "make bench-ws-relay   the same push viewers on one origin and behind two relay edges (origin CPU)"
 	@echo "make bench-ab A=OLD_BIN B=NEW_BIN   the same origin workloads against two binaries (before/after)"
 	@echo "make bench-h1-ab A=OLD_BIN [B=NEW_BIN]   lean HTTP/1.1 segment serving: two binaries and nginx, CPU and system calls per request"
+	@echo "make bench-h2-ab A=OLD_BIN [B=NEW_BIN]   h2c segment serving (h2load): two binaries and nginx's http2, CPU per request"
 	@echo "make bench-ingest   ingest latency (p50/p99) and channels per machine (INGEST_CHANNELS=\"1 5 10 20\")"
 	@echo "make stress-suite   make test 5 times in a fresh clone with one core kept busy"
 	@echo "make lab-peers   install the outside programs the lab studies compare with"
@@ -142,6 +143,10 @@ bench-ab: build
 bench-h1-ab: build
 	@scripts/ensure-deb.sh $(BENCH_ORIGIN_DEPS) perf:linux-perf
 	bench/h1-ab.sh $(A) $(or $(B),$(BIN))
+
+bench-h2-ab: build
+	@scripts/ensure-deb.sh $(BENCH_ORIGIN_DEPS)
+	bench/h2-ab.sh $(A) $(or $(B),$(BIN))
 
 # Live ingest: chunk-to-servable latency (Go benchmark) and channels per machine
 # (replay encoders with the published ladder into pure-live publishing points).

@@ -32,7 +32,17 @@ ASSET=$(cd "$ASSET" && pwd)
 NAME=$(basename "$ASSET")
 work=$(mktemp -d)
 PID=""
-stop() { if [ -n "$PID" ]; then kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null || true; PID=""; fi; [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null; rm -f "$work/nginx.pid"; true; }
+# stop waits for nginx's master to exit too: it holds the port until then, and the next
+# server to start on it would fail to bind (seen on a loaded machine).
+stop() {
+  if [ -n "$PID" ]; then kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null || true; PID=""; fi
+  if [ -f "$work/nginx.pid" ]; then
+    local np; np=$(cat "$work/nginx.pid"); kill "$np" 2>/dev/null
+    for _ in $(seq 100); do kill -0 "$np" 2>/dev/null || break; sleep 0.1; done
+    rm -f "$work/nginx.pid"
+  fi
+  true
+}
 trap 'stop; rm -rf "$work"' EXIT
 find "$ASSET" -name '*.m4s' | sort | sed "s#^$ASSET#/vod/$NAME#" > "$work/urls"
 mkdir -p "$work/assets" && ln -s "$ASSET" "$work/assets/$NAME"

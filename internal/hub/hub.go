@@ -11,8 +11,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/streambed/streambed/internal/media"
@@ -29,7 +31,7 @@ type Hub struct {
 	log *slog.Logger
 
 	mu       sync.RWMutex
-	assets   map[string]*Asset
+	assets   atomic.Pointer[map[string]*Asset] // copied on change: read without the lock, on every segment request
 	channels map[string]*running
 	wg       sync.WaitGroup
 }
@@ -49,7 +51,8 @@ func WithLogger(l *slog.Logger) Option { return func(h *Hub) { h.log = l } }
 
 // New returns an empty hub.
 func New(opts ...Option) *Hub {
-	h := &Hub{log: slog.New(slog.DiscardHandler), assets: map[string]*Asset{}, channels: map[string]*running{}}
+	h := &Hub{log: slog.New(slog.DiscardHandler), channels: map[string]*running{}}
+	h.assets.Store(&map[string]*Asset{})
 	for _, o := range opts {
 		o(h)
 	}
@@ -60,7 +63,9 @@ func New(opts ...Option) *Hub {
 func (h *Hub) AddAsset(a *Asset) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.assets[a.Info().Name] = a
+	m := maps.Clone(*h.assets.Load())
+	m[a.Info().Name] = a
+	h.assets.Store(&m)
 }
 
 // AddChannel registers c and starts its goroutines under a context of its own,
@@ -149,9 +154,7 @@ func (h *Hub) Close() {
 
 // Asset returns the asset called name.
 func (h *Hub) Asset(name string) (*Asset, error) {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	if a, ok := h.assets[name]; ok {
+	if a, ok := (*h.assets.Load())[name]; ok {
 		return a, nil
 	}
 	return nil, fmt.Errorf("no asset %q: %w", name, media.ErrNotFound)
@@ -186,10 +189,9 @@ func (h *Hub) Stream(name string, live bool) (Stream, error) {
 
 // Assets lists the assets by name.
 func (h *Hub) Assets() []*Asset {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	out := make([]*Asset, 0, len(h.assets))
-	for _, a := range h.assets {
+	assets := *h.assets.Load()
+	out := make([]*Asset, 0, len(assets))
+	for _, a := range assets {
 		out = append(out, a)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Info().Name < out[j].Info().Name })

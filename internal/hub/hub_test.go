@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -510,5 +511,49 @@ func TestSetAvailabilityStart(t *testing.T) {
 	c.SetAvailabilityStart(at)
 	if tl := c.Timeline(); !tl.AvailabilityStart.Equal(at) || tl.SegmentDuration != 2*time.Second || tl.TimeShiftBufferDepth != 10*time.Second {
 		t.Errorf("timeline after anchoring: %+v", tl)
+	}
+}
+
+// Assets are read without the hub's lock (every segment request looks one up) while
+// others are added: a reader sees each asset whole, once added always, and an asset
+// added again under its name replaces the first.
+func TestAssetsAddedWhileRead(t *testing.T) {
+	h := New()
+	asset := func(name string) *Asset { return &Asset{stream: &media.Stream{Name: name}} }
+	first := asset("a0")
+	h.AddAsset(first)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 1; i < 200; i++ {
+			h.AddAsset(asset(fmt.Sprintf("a%d", i)))
+		}
+	}()
+	for seen := 0; seen < 200; {
+		if a, err := h.Asset("a0"); err != nil || a != first {
+			t.Fatalf("Asset(a0) = %v, %v while others were added", a, err)
+		}
+		list := h.Assets()
+		if len(list) < seen {
+			t.Fatalf("%d assets listed after %d", len(list), seen)
+		}
+		for _, a := range list {
+			if a.Info() == nil {
+				t.Fatal("an asset listed before it was whole")
+			}
+		}
+		seen = len(list)
+		if seen < 200 {
+			<-time.After(time.Millisecond) // let the writer on; no timing is asserted
+		}
+	}
+	<-done
+	second := asset("a0")
+	h.AddAsset(second)
+	if a, _ := h.Asset("a0"); a != second || len(h.Assets()) != 200 {
+		t.Errorf("a0 added again: got %p (want %p), %d assets (want 200)", a, second, len(h.Assets()))
+	}
+	if _, err := h.Asset("nope"); !errors.Is(err, media.ErrNotFound) {
+		t.Errorf("Asset(nope): %v, want ErrNotFound", err)
 	}
 }

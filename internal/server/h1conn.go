@@ -54,7 +54,10 @@ type h1Conn struct {
 	drained bool     // the last read left the socket empty: wait before reading
 	loopFd  uintptr  // the socket, while in the loop
 	loopEnd connStep // why the callback left the loop
-	loopFn  func(fd uintptr) bool
+	// woke: the callback was called again because the socket became readable, so
+	// the idle deadline set before the wait stands (loopCalled: called once already).
+	woke, loopCalled bool
+	loopFn           func(fd uintptr) bool
 
 	// Raw socket writes: their state and the callbacks RawConn.Write runs, made
 	// once per connection.
@@ -141,9 +144,13 @@ func (c *h1Conn) advance() connStep {
 		c.br = c.srv.readers.Get().(*bufio.Reader)
 		c.br.Reset(c)
 	}
+	woke := c.woke // this call follows a wait: the first check for bytes needs no new deadline
+	c.woke = false
 	for {
 		if c.br.Buffered() == 0 {
-			c.idleDeadline()
+			if !woke {
+				c.idleDeadline() // moved before each wait, not again on waking from it
+			}
 			if _, err := c.br.Peek(1); err != nil {
 				if err == errWouldBlock {
 					return stepWait
@@ -151,6 +158,7 @@ func (c *h1Conn) advance() connStep {
 				return stepClose
 			}
 		}
+		woke = false // from here on, the check for bytes is before a wait
 		if !c.srv.setActive(c) {
 			return stepClose // shutting down: no new request on this connection
 		}

@@ -20,9 +20,15 @@ import (
 // as Serve does; it returns the address and the lean listener.
 func leanOrigin(t *testing.T, s *Server, headerTimeout time.Duration) (string, *h1Listener) {
 	t.Helper()
+	return leanOriginIdle(t, s, headerTimeout, time.Minute)
+}
+
+// leanOriginIdle is leanOrigin with the idle timeout between requests.
+func leanOriginIdle(t *testing.T, s *Server, headerTimeout, idleTimeout time.Duration) (string, *h1Listener) {
+	t.Helper()
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: headerTimeout, IdleTimeout: time.Minute, ConnState: s.metrics.connState}
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout, ConnState: s.metrics.connState}
 	srv.Protocols = new(http.Protocols)
 	srv.Protocols.SetHTTP1(true)
 	srv.Protocols.SetUnencryptedHTTP2(true)

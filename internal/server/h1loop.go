@@ -35,7 +35,7 @@ func (c *h1Conn) readLoop() connStep {
 	if c.loopFn == nil {
 		c.loopFn = c.loopStep // made once: a method value escapes
 	}
-	c.loopEnd = stepClose
+	c.loopEnd, c.loopCalled = stepClose, false
 	err := c.raw.Read(c.loopFn)
 	c.inLoop = false
 	if err != nil {
@@ -48,6 +48,7 @@ func (c *h1Conn) readLoop() connStep {
 // has become readable since the last wait.
 func (c *h1Conn) loopStep(fd uintptr) bool {
 	c.loopFd, c.inLoop, c.drained = fd, true, false // woken: there may be bytes
+	c.woke, c.loopCalled = c.loopCalled, true       // the first call is not a wake-up
 	next := c.advance()
 	if next == stepWait {
 		c.releaseReader() // nothing read: no buffer held while waiting

@@ -240,3 +240,56 @@ func TestReadLoopIdleConnectionHoldsNoBuffer(t *testing.T) {
 		t.Errorf("%.0f bytes of heap per idle connection: a head buffer is kept while idle", per)
 	}
 }
+
+// The idle timeout ends a lean connection that sends nothing, before its first
+// request and after answered ones (the deadline is moved before each wait for the
+// next request, not on waking from it).
+func TestReadLoopIdleTimeout(t *testing.T) {
+	s, _ := testOrigin(t)
+	// No header timeout: only the idle deadline can end a silent connection. The
+	// deadline moves at most once a second, so a connection may be closed as early
+	// as (idle − 1 s) after its last move: 5 s leaves a loaded machine 4 s for the
+	// requests of a case before the server may close it.
+	addr, lean := leanOriginIdle(t, s, 0, 5*time.Second)
+	t.Run("cases", func(t *testing.T) {
+		for _, tc := range []struct {
+			name     string
+			requests int
+			trickle  bool // each head in two writes, so the loop may wake with part of it
+		}{{"silent", 0, false}, {"one request", 1, false}, {"three requests", 3, false}, {"heads in pieces", 2, true}} {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				c, err := net.Dial("tcp", addr)
+				must(t, err)
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for range tc.requests {
+					head := "GET /vod/clip/v1/1.m4s HTTP/1.1\r\nHost: a\r\n\r\n"
+					if tc.trickle {
+						_, err := io.WriteString(c, head[:20])
+						must(t, err)
+						// Not a synchronisation: the check below holds whether or not the
+						// server reads the two parts apart; the pause only makes it likely.
+						time.Sleep(20 * time.Millisecond)
+						head = head[20:]
+					}
+					_, err := io.WriteString(c, head)
+					must(t, err)
+					resp, err := http.ReadResponse(br, nil)
+					must(t, err)
+					if n, _ := io.Copy(io.Discard, resp.Body); resp.StatusCode != 200 || n != 800 {
+						t.Fatalf("status %d, %d bytes", resp.StatusCode, n)
+					}
+				}
+				// Generous: the bound says the server closed the connection, not how fast.
+				_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
+				if n, err := br.Read(make([]byte, 1)); err != io.EOF {
+					t.Errorf("after %d requests and silence: read %d bytes, %v; want the server's close (EOF)", tc.requests, n, err)
+				}
+			})
+		}
+	})
+	if lean.served.Load() != 6 || lean.handedOff.Load() != 0 {
+		t.Errorf("lean path served %d, handed off %d; want 6 and 0", lean.served.Load(), lean.handedOff.Load())
+	}
+}

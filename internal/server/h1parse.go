@@ -142,13 +142,21 @@ func leanTarget(t []byte) bool {
 	return true
 }
 
-func pathByte(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
+func pathByte(c byte) bool { return pathBytes[c] }
+
+// pathBytes marks the bytes a lean path may hold: unreserved, sub-delims, ':', '@'
+// and '/' (a table: every byte of every request's path is looked up).
+var pathBytes = func() (t [256]bool) {
+	for c := range 256 {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+			t[c] = true
+		default:
+			t[c] = strings.IndexByte("-._~/!$&'()*+,;=:@", byte(c)) >= 0
+		}
 	}
-	return strings.IndexByte("-._~/!$&'()*+,;=:@", c) >= 0
-}
+	return t
+}()
 
 // canonicalKey is textproto's canonical form of a header name, without allocating
 // for the names players and caches send.

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -51,6 +53,29 @@ func FuzzParseHead(f *testing.F) {
 		}
 		if r.Close != h.close || r.ContentLength != 0 || len(r.TransferEncoding) != 0 {
 			t.Fatalf("%q: close %v (net/http %v), body length %d %v", data[:end], h.close, r.Close, r.ContentLength, r.TransferEncoding)
+		}
+	})
+}
+
+// FuzzAppendHeader: the lean writer's header lines are net/http's Header.Write lines
+// (the order aside) for any names and values, line breaks and odd spaces included.
+func FuzzAppendHeader(f *testing.F) {
+	f.Add("Etag", `"6b05fc53-8299"`, "X-A", " spaced\t")
+	f.Add("Cache-Control", "a\r\nInjected: yes", "Bad Name", "v")
+	f.Add("Date", "\n", "X-B", "a\rb\nc")
+	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string) {
+		h := http.Header{k1: {v1}, k2: {v2, v1}}
+		var ref bytes.Buffer
+		if err := h.Write(&ref); err != nil {
+			t.Fatal(err)
+		}
+		lines := func(b []byte) []string {
+			l := strings.SplitAfter(string(b), "\r\n")
+			slices.Sort(l)
+			return l
+		}
+		if got, want := lines(appendHeader(nil, h, nil)), lines(ref.Bytes()); !slices.Equal(got, want) {
+			t.Fatalf("appendHeader %q\nHeader.Write %q", got, want)
 		}
 	})
 }

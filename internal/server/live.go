@@ -204,7 +204,11 @@ func (s *Server) serveLiveManifest(w http.ResponseWriter, r *http.Request, name,
 }
 
 func (s *Server) handleLiveTrack(w http.ResponseWriter, r *http.Request) {
-	name, track, file := r.PathValue("stream"), r.PathValue("track"), r.PathValue("file")
+	s.serveLiveTrack(w, r, r.PathValue("stream"), r.PathValue("track"), r.PathValue("file"))
+}
+
+// serveLiveTrack answers GET /live/{name}/{track}/{file} (also reached from trackRouter).
+func (s *Server) serveLiveTrack(w http.ResponseWriter, r *http.Request, name, track, file string) {
 	if err := checkNames(name, track); err != nil {
 		httperr.Write(w, err)
 		return

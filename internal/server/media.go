@@ -157,7 +157,11 @@ func (s *Server) handleVOD(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleVODTrack(w http.ResponseWriter, r *http.Request) {
-	name, track, file := r.PathValue("stream"), r.PathValue("track"), r.PathValue("file")
+	s.serveVODTrack(w, r, r.PathValue("stream"), r.PathValue("track"), r.PathValue("file"))
+}
+
+// serveVODTrack answers GET /vod/{name}/{track}/{file} (also reached from trackRouter).
+func (s *Server) serveVODTrack(w http.ResponseWriter, r *http.Request, name, track, file string) {
 	if err := checkNames(name, track); err != nil {
 		httperr.Write(w, err)
 		return
@@ -233,6 +237,10 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, path string, 
 			if _, err := fd.Seek(0, io.SeekStart); err != nil {
 				return
 			}
+		}
+		if r.ProtoMajor == 2 {
+			_, _ = copyPooled(w, fd, cf.Size) // HTTP/2 has no sendfile: copy, in large pieces
+			return
 		}
 		// CopyN hands the connection an io.LimitedReader of an *os.File, which it sends
 		// with sendfile; io.Copy would go through File.WriteTo and copy in user space.

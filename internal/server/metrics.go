@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,7 +39,27 @@ type metrics struct {
 // kindMetrics caches the label handles of one kind, so a request costs no label hashing.
 type kindMetrics struct {
 	bytes    prometheus.Counter
-	byStatus sync.Map // int status → prometheus.Counter
+	byStatus sync.Map                           // int status → prometheus.Counter
+	ok       atomic.Pointer[prometheus.Counter] // status 200's, without hashing an interface key
+}
+
+// counter is the request counter of status, made on first use (so /metrics lists
+// only the statuses that were answered).
+func (km *kindMetrics) counter(m *metrics, kind string, status int) prometheus.Counter {
+	if status == http.StatusOK {
+		if c := km.ok.Load(); c != nil {
+			return *c
+		}
+	}
+	c, ok := km.byStatus.Load(status)
+	if !ok {
+		c, _ = km.byStatus.LoadOrStore(status, m.requests.WithLabelValues(kind, strconv.Itoa(status)))
+	}
+	pc := c.(prometheus.Counter)
+	if status == http.StatusOK {
+		km.ok.Store(&pc)
+	}
+	return pc
 }
 
 // kinds are every value kindOf returns.
@@ -155,11 +176,7 @@ func (m *metrics) wrap(next http.Handler) http.Handler {
 		res := layout.Parse(path) // once for the kind and the stream
 		kind := kindOf(res, path)
 		km := m.perKind[kind]
-		c, ok := km.byStatus.Load(rec.status)
-		if !ok {
-			c, _ = km.byStatus.LoadOrStore(rec.status, m.requests.WithLabelValues(kind, strconv.Itoa(rec.status)))
-		}
-		c.(prometheus.Counter).Inc()
+		km.counter(m, kind, rec.status).Inc()
 		km.bytes.Add(float64(rec.bytes))
 		if rec.status < 400 {
 			m.sawViewer(r, streamKeyOf(res, path))

@@ -30,6 +30,7 @@ type Server struct {
 	log     *slog.Logger
 	metrics *metrics
 	mux     *http.ServeMux
+	tracks  trackRouter // the track routes ahead of mux (router.go)
 	clock   func() time.Time
 
 	manifests sync.Map    // cache key → []byte of rendered manifests (see manifestCache)
@@ -62,6 +63,7 @@ func New(cfg Config, h *hub.Hub, log *slog.Logger, clock func() time.Time) *Serv
 		segmentCache: fmt.Sprintf("public, max-age=%d, immutable", int(cfg.Cache.SegmentMaxAge.Seconds())),
 	}
 	s.segmentCacheValue = []string{s.segmentCache}
+	s.tracks = trackRouter{mux: s.mux, vod: s.serveVODTrack, live: s.serveLiveTrack}
 	s.routes()
 	return s
 }
@@ -80,7 +82,10 @@ func (s *Server) routes() {
 
 // Handle adds a route beside the origin's own: transports with their own endpoints
 // (WebSocket push, ingest, admin pages) register here before Listen.
-func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+func (s *Server) Handle(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, h)
+	s.tracks.note(pattern)
+}
 
 // Use wraps the origin's routes with a middleware, innermost first: a transport that
 // acts on pull requests (HTTP/2 push of what a request will need next) registers here.
@@ -122,7 +127,7 @@ func (s *Server) Supervise(name string, run func(ctx context.Context) error) {
 
 // Handler is the whole origin as an http.Handler, with CORS, metrics and logging.
 func (s *Server) Handler() http.Handler {
-	var h http.Handler = s.mux
+	var h http.Handler = &s.tracks
 	for _, mw := range s.middleware {
 		h = mw(h)
 	}

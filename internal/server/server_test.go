@@ -24,7 +24,7 @@ import (
 
 // fakeAsset writes an asset folder whose segments are recognisable fake bytes: the
 // origin serves files, it does not decode them.
-func fakeAsset(t *testing.T, root, name string) {
+func fakeAsset(t testing.TB, root, name string) {
 	t.Helper()
 	dir := filepath.Join(root, name)
 	a := &media.Asset{Version: media.AssetVersion, Name: name, SegmentDurationMS: 2000, DurationMS: 4000, Fingerprint: "x"}
@@ -53,7 +53,7 @@ func fakeAsset(t *testing.T, root, name string) {
 	must(t, os.WriteFile(filepath.Join(dir, media.AssetFile), b, 0o644))
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +85,7 @@ func (fakeSchedule) Segment(track string, n uint64) (*media.Segment, error) {
 
 // testOrigin is a server over one fake asset "clip" and one channel "ch" whose clock
 // is pinned at 100 s after the epoch (segments 0..49 complete; DVR window 10 s).
-func testOrigin(t *testing.T) (*Server, *httptest.Server) {
+func testOrigin(t testing.TB) (*Server, *httptest.Server) {
 	t.Helper()
 	root := t.TempDir()
 	fakeAsset(t, root, "clip")
