@@ -380,6 +380,10 @@ func throughputAndModel(ctx context.Context, l *lab, o options, meta func(string
 					mm[mode+"_connections"] = est.Connections
 					mm[mode+"_sequence"] = ns
 					mm[mode+"_note"] = est.Reason
+					// The probes the decision came from: X1, X2 as the mode samples them, and
+					// as whole-segment throughput (the "one connection fills the link" check).
+					mm[mode+"_x1_kbps"], mm[mode+"_x2_kbps"] = round(est.X1/1000, 1), round(est.X2/1000, 1)
+					mm[mode+"_whole_x1_kbps"], mm[mode+"_whole_x2_kbps"] = round(est.WholeX1/1000, 1), round(est.WholeX2/1000, 1)
 					if est.Valid {
 						mm[mode+"_capacity_kbps"] = round(est.Capacity/1000, 1)
 						mm[mode+"_competing_flows"] = round(est.Competing, 2)
