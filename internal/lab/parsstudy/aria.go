@@ -17,6 +17,9 @@ type ariaResult struct {
 	Files   int           // completed
 	Elapsed time.Duration // start to the last completion
 	Args    string
+	// Delivered is what aria2c had written (completed files and the one in progress)
+	// when budget had passed since its start.
+	Delivered delivered
 }
 
 // ariaArgs is the command line the study compares with: N connections per server,
@@ -25,7 +28,10 @@ func ariaArgs(n int) []string {
 	return []string{"aria2c", "-x", strconv.Itoa(n), "-s", strconv.Itoa(n), "-k", "1M", "-j", "1",
 		"--file-allocation=none", "--allow-overwrite=true", "--auto-file-renaming=false",
 		"--summary-interval=0", "--console-log-level=notice", "--enable-color=false",
-		"--max-tries=5", "--retry-wait=1"}
+		"--max-tries=5", "--retry-wait=1",
+		// Write every piece as it arrives (not from a 16 MiB cache when it is done), so
+		// the files' sizes are what aria2c received at any moment.
+		"--disk-cache=0"}
 }
 
 // runAria downloads urls (sizes in bytes) with aria2c -x n -s n -k 1M in the client
@@ -59,6 +65,7 @@ func (l *lab) runAria(ctx context.Context, urls []string, sizes []int64, n int, 
 	cmd.Stderr = cmd.Stdout
 	res := ariaResult{Args: strings.Join(ariaArgs(n), " ")}
 	start := time.Now()
+	arrived := sampleAt(start, budget, func() int64 { return filesBytes(filepath.Join(dir, "out"), ".m4s") })
 	if err := cmd.Start(); err != nil {
 		return res, err
 	}
@@ -89,5 +96,8 @@ func (l *lab) runAria(ctx context.Context, urls []string, sizes []int64, n int, 
 		return res, fmt.Errorf("aria2c completed no file: %v", werr)
 	}
 	res.Elapsed = last.Sub(start)
+	if budget > 0 { // the last completion is at or after budget: the reading is there
+		res.Delivered = arrived()
+	}
 	return res, nil
 }

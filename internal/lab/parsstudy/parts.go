@@ -64,7 +64,7 @@ func goodput(rate float64) float64 { return rate * 1448 / 1500 }
 // request with its number), with ParS over n connections, pipelined or one segment at
 // a time (serial), fresh connections kept open across segments, until budget has passed.
 // The ranges' traces go to traceFile (CSV) unless it is "".
-func parsCell(ctx context.Context, l *lab, urls []string, nums []uint64, n int, budget time.Duration, v parsVariant, traceFile string) (m map[string]any, samples []pars.Sample, count int, err error) {
+func parsCell(ctx context.Context, l *lab, urls []string, nums []uint64, n int, budget time.Duration, rate float64, v parsVariant, traceFile string) (m map[string]any, samples []pars.Sample, count int, err error) {
 	tr := &traces{}
 	serial := v.serial
 	c, err := pars.New(pars.Options{Connections: n, NoPipeline: v.serial, RangesPerConnection: v.ranges, ConnOptions: laneOptions(l, v.streams, v.proto), Trace: tr.add})
@@ -73,6 +73,7 @@ func parsCell(ctx context.Context, l *lab, urls []string, nums []uint64, n int, 
 	}
 	defer c.Close()
 	start := time.Now()
+	arrived := sampleAt(start, budget, c.BodyBytes)
 	var bytes int64
 	for time.Since(start) < budget {
 		i := count % len(urls)
@@ -97,7 +98,11 @@ func parsCell(ctx context.Context, l *lab, urls []string, nums []uint64, n int, 
 		}
 	}
 	m = map[string]any{
+		// Segments handed to the player over the time to the last one (the completed
+		// figure; the link share is delivered.metrics').
 		"throughput_kbps": round(thr/1000, 1),
+		"completed_kbps":  round(thr/1000, 1),
+		"completed_share": round(thr/rate, 3),
 		"steady_kbps":     round(steadyRate(st.Samples, n)/1000, 1),
 		"segments":        count,
 		"mbytes":          round(float64(bytes)/1e6, 3),
@@ -111,6 +116,7 @@ func parsCell(ctx context.Context, l *lab, urls []string, nums []uint64, n int, 
 	if !serial {
 		maps.Copy(m, gapMetrics(ts, n, start, end))
 	}
+	maps.Copy(m, arrived().metrics(rate)) // the loop ran past the budget: read
 	return m, st.Samples, count, nil
 }
 
@@ -165,7 +171,7 @@ func laneOptions(l *lab, streams int, proto httppull.Protocol) pars.ConnOptions 
 }
 
 // ariaCell downloads the first count segments (cycled) with aria2c within budget.
-func ariaCell(ctx context.Context, l *lab, urls []string, sizes []int64, count, n int, budget time.Duration) (map[string]any, error) {
+func ariaCell(ctx context.Context, l *lab, urls []string, sizes []int64, count, n int, budget time.Duration, rate float64) (map[string]any, error) {
 	var us []string
 	var ss []int64
 	for i := 0; i < max(count, 1); i++ {
@@ -176,12 +182,18 @@ func ariaCell(ctx context.Context, l *lab, urls []string, sizes []int64, count, 
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{
-		"throughput_kbps": round(float64(r.Bytes)*8/r.Elapsed.Seconds()/1000, 1),
+	thr := float64(r.Bytes) * 8 / r.Elapsed.Seconds()
+	m := map[string]any{
+		// Completed files over the time to the last one (the completed figure).
+		"throughput_kbps": round(thr/1000, 1),
+		"completed_kbps":  round(thr/1000, 1),
+		"completed_share": round(thr/rate, 3),
 		"segments":        r.Files,
 		"mbytes":          round(float64(r.Bytes)/1e6, 3),
 		"command":         r.Args,
-	}, nil
+	}
+	maps.Copy(m, r.Delivered.metrics(rate))
+	return m, nil
 }
 
 // autoRun lets ParS choose N with the model for budget and returns its last estimate
@@ -249,7 +261,7 @@ func throughputAndModel(ctx context.Context, l *lab, o options, meta func(string
 		Reference:   "ParS: parallel range requests per segment (issue #6)",
 		Matrix:      experiment.Matrix{{Name: "condition", Values: names(conds)}, {Name: "client", Values: clientNames}, {Name: "connections", Values: itoas(o.conns)}},
 		Repetitions: o.reps,
-		Metrics:     []string{"throughput_kbps", "link_share", "steady_kbps", "segments", "retries", "prefetched", "wasted"},
+		Metrics:     []string{"link_share", "delivered_kbps", "completed_share", "completed_kbps", "throughput_kbps", "steady_kbps", "segments", "retries", "prefetched", "wasted"},
 		Plot:        experiment.Plot{X: "connections", Series: "client"},
 		Published: []experiment.Published{
 			{Metric: "link_share", Where: map[string]string{"condition": "rtt=150ms", "client": "pars", "connections": "1"}, Value: 0.13, Source: "study: one connection, 150 ms, 1% loss"},
@@ -302,12 +314,11 @@ func throughputAndModel(ctx context.Context, l *lab, o options, meta func(string
 					cell := experiment.Cell{"condition": c.Name, "client": client, "connections": strconv.Itoa(n)}
 					run := experiment.Run{Key: thr.Scenario.Key(cell), Cell: cell, Rep: rep}
 					t0 := time.Now()
-					m, s, k, err := parsCell(ctx, l, urls, nums, n, o.budget, v, traceFile)
+					m, s, k, err := parsCell(ctx, l, urls, nums, n, o.budget, float64(c.Rate), v, traceFile)
 					run.Seconds = time.Since(t0).Seconds()
 					if err != nil {
 						run.Error = err.Error()
 					} else {
-						m["link_share"] = round(m["throughput_kbps"].(float64)*1000/float64(c.Rate), 3)
 						run.Metrics = m
 						if client == "pars" {
 							measured[n] = steadyRate(s, n)
@@ -317,7 +328,7 @@ func throughputAndModel(ctx context.Context, l *lab, o options, meta func(string
 					}
 					thr.Runs = append(thr.Runs, run)
 					done++
-					fmt.Fprintf(o.progress, "[%d/%d] rep %d %s %s N=%d: %v kbit/s (%.0f s) %s\n", done, cells, rep, c.Name, client, n, m["throughput_kbps"], run.Seconds, run.Error)
+					fmt.Fprintf(o.progress, "[%d/%d] rep %d %s %s N=%d: %v kbit/s delivered, %v completed (%.0f s) %s\n", done, cells, rep, c.Name, client, n, m["delivered_kbps"], m["completed_kbps"], run.Seconds, run.Error)
 				}
 				if !o.parts["throughput"] || !o.ariaN[n] {
 					continue
@@ -326,17 +337,16 @@ func throughputAndModel(ctx context.Context, l *lab, o options, meta func(string
 				cell := experiment.Cell{"condition": c.Name, "client": "aria2c", "connections": strconv.Itoa(n)}
 				run := experiment.Run{Key: thr.Scenario.Key(cell), Cell: cell, Rep: rep}
 				t0 := time.Now()
-				am, err := ariaCell(ctx, l, urls, sizes, count, n, o.budget)
+				am, err := ariaCell(ctx, l, urls, sizes, count, n, o.budget, float64(c.Rate))
 				run.Seconds = time.Since(t0).Seconds()
 				if err != nil {
 					run.Error = err.Error()
 				} else {
-					am["link_share"] = round(am["throughput_kbps"].(float64)*1000/float64(c.Rate), 3)
 					run.Metrics = am
 				}
 				thr.Runs = append(thr.Runs, run)
 				done++
-				fmt.Fprintf(o.progress, "[%d/%d] rep %d %s aria2c -x %d: %v kbit/s (%.0f s) %s\n", done, cells, rep, c.Name, n, am["throughput_kbps"], run.Seconds, run.Error)
+				fmt.Fprintf(o.progress, "[%d/%d] rep %d %s aria2c -x %d: %v kbit/s delivered, %v completed (%.0f s) %s\n", done, cells, rep, c.Name, n, am["delivered_kbps"], am["completed_kbps"], run.Seconds, run.Error)
 
 				// The ceiling: n long-lived TCP downloads (no requests, no segments) on the
 				// same link, the same sender.
@@ -344,16 +354,20 @@ func throughputAndModel(ctx context.Context, l *lab, o options, meta func(string
 				run = experiment.Run{Key: thr.Scenario.Key(cell), Cell: cell, Rep: rep}
 				t0 = time.Now()
 				bulk := l.startCompetitors(ctx, n)
+				arrived := sampleAt(bulk.start, o.budget, bulk.bytes.Load)
 				if err := sleepCtx(ctx, o.budget); err != nil {
 					bulk.stop()
 					return nil, nil, err
 				}
-				kbps := round(bulk.stop()/1000, 1)
+				d := arrived()
+				whole := bulk.stop() // over the time to the flows' end, as before
 				run.Seconds = time.Since(t0).Seconds()
-				run.Metrics = map[string]any{"throughput_kbps": kbps, "link_share": round(kbps*1000/float64(c.Rate), 3)}
+				// No segments, no completions: the delivered figure is the only one.
+				run.Metrics = d.metrics(float64(c.Rate))
+				run.Metrics["throughput_kbps"] = round(whole/1000, 1)
 				thr.Runs = append(thr.Runs, run)
 				done++
-				fmt.Fprintf(o.progress, "[%d/%d] rep %d %s tcp-bulk ×%d: %v kbit/s\n", done, cells, rep, c.Name, n, kbps)
+				fmt.Fprintf(o.progress, "[%d/%d] rep %d %s tcp-bulk ×%d: %v kbit/s delivered\n", done, cells, rep, c.Name, n, run.Metrics["delivered_kbps"])
 			}
 			mm := modelMetrics(c, measured, whole, o.conns)
 			if o.parts["model"] {
@@ -366,6 +380,10 @@ func throughputAndModel(ctx context.Context, l *lab, o options, meta func(string
 					mm[mode+"_connections"] = est.Connections
 					mm[mode+"_sequence"] = ns
 					mm[mode+"_note"] = est.Reason
+					// The probes the decision came from: X1, X2 as the mode samples them, and
+					// as whole-segment throughput (the "one connection fills the link" check).
+					mm[mode+"_x1_kbps"], mm[mode+"_x2_kbps"] = round(est.X1/1000, 1), round(est.X2/1000, 1)
+					mm[mode+"_whole_x1_kbps"], mm[mode+"_whole_x2_kbps"] = round(est.WholeX1/1000, 1), round(est.WholeX2/1000, 1)
 					if est.Valid {
 						mm[mode+"_capacity_kbps"] = round(est.Capacity/1000, 1)
 						mm[mode+"_competing_flows"] = round(est.Competing, 2)

@@ -95,6 +95,7 @@ type Client struct {
 	lastN                                       atomic.Int64
 	segments, ranges, retries, heads, fallbacks atomic.Int64
 	prefetched, wasted                          atomic.Int64
+	body                                        atomic.Int64 // BodyBytes
 	samples                                     sampleLog
 }
 
@@ -154,6 +155,21 @@ func (c *Client) Protocol() string {
 		return "HTTP/1.1"
 	}
 	return "HTTP/2.0"
+}
+
+// BodyBytes returns the response body bytes received on all connections so far, as
+// they arrive: segments fetched ahead and not yet asked for, ranges later thrown
+// away and retried ranges' partial bodies included; HTTP headers and the answers of
+// cancelled pipelined requests drained by the connection (Stats.Drained) not. It is
+// what the client received of the media at any moment, where Response.PayloadBytes
+// counts only segments handed to the player.
+func (c *Client) BodyBytes() int64 { return c.body.Load() }
+
+// newMeter is a meter of one segment fetch whose arrivals also count in BodyBytes.
+func (c *Client) newMeter(lanes int) *meter {
+	m := newMeter(lanes)
+	m.body = &c.body
+	return m
 }
 
 // WireBytes returns the bytes read and written on all connections so far.
@@ -319,7 +335,7 @@ func (c *Client) fetchSegment(ctx context.Context, u string, n int) (*player.Res
 		lanes = append(lanes, more...)
 		w0 += wireTotal(more)
 	}
-	m := newMeter(max(len(ranges), 1))
+	m := c.newMeter(max(len(ranges), 1))
 	var body []byte
 	if len(ranges) <= 1 {
 		body, err = c.getWhole(ctx, lanes[0], u, m, 0)

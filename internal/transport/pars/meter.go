@@ -2,6 +2,7 @@ package pars
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,6 +18,7 @@ import (
 type meter struct {
 	mu    sync.Mutex
 	lanes []laneCurve
+	body  *atomic.Int64 // the client's count of body bytes received, if not nil
 }
 
 type laneCurve struct {
@@ -48,6 +50,9 @@ func (m *meter) sent(i int, t time.Time) {
 func (m *meter) add(i int, n int, t time.Time) {
 	if n <= 0 {
 		return
+	}
+	if m.body != nil {
+		m.body.Add(int64(n))
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -269,3 +269,66 @@ func TestEstimatorNoisy(t *testing.T) {
 		}
 	}
 }
+
+func TestOneFillsRatio(t *testing.T) {
+	for _, tc := range []struct{ share, want float64 }{{0.8, 10.0 / 9}, {0.5, 4.0 / 3}, {0, 1}, {1, 1}} {
+		if got := OneFillsRatio(tc.share); !near(got, tc.want, 1e-9) {
+			t.Errorf("OneFillsRatio(%v) = %v, want %v", tc.share, got, tc.want)
+		}
+		// At the ratio the model's own choice is one connection.
+		if tc.share > 0 && tc.share < 1 {
+			_, m, err := Solve(1, OneFillsRatio(tc.share)-1e-9)
+			if err != nil || Choose(m, tc.share, 8) != 1 {
+				t.Errorf("share %v: at X2/X1 = OneFillsRatio the model chooses %d (M %v, %v)", tc.share, Choose(m, tc.share, 8), m, err)
+			}
+		}
+	}
+}
+
+// The estimator's decision from the probes the lab saw (docs/results/pars.md, 10
+// Mbit/s, 50 ms, 1% loss), as its default samples (after slow start, Observe) and
+// whole-segment throughput of the same segments (ObserveWhole), two of each:
+//   - BBR sender: after slow start two connections look 15–50% faster than one, whole
+//     segments come at 0.85–1.12× one connection's: one connection fills the link;
+//     the estimator must use N = 1 and say so.
+//   - CUBIC sender: two connections more than double one after slow start (the
+//     model has no solution: fall back to 4) and add 40–60% on whole segments: one
+//     connection does not fill the link.
+func TestEstimatorDecisionBBRandCUBIC(t *testing.T) {
+	type probe struct{ x1, x2, w1, w2 float64 } // kbit/s
+	for _, tc := range []struct {
+		name   string
+		probes []probe // one per probe pair (N = 2, then N = 1)
+		wantN  int
+		reason string
+	}{
+		{"BBR, whole ×0.96", []probe{{9000, 10400, 8700, 8300}, {9200, 10800, 8300, 8000}}, 1, "one connection already fills the link: whole segments"},
+		{"BBR, whole ×1.03, steady ×1.5", []probe{{6000, 9000, 8400, 8650}, {6100, 9100, 8390, 8660}}, 1, "one connection already fills the link: whole segments"},
+		{"BBR, whole ×1.10", []probe{{8000, 9600, 8000, 8800}, {8000, 9600, 8000, 8800}}, 1, "one connection already fills the link: whole segments"},
+		{"CUBIC, steady ×2.2, whole ×1.45", []probe{{2800, 6200, 2400, 3500}, {3000, 6500, 2500, 3600}}, 4, "X2 ≥ 2·X1"},
+		{"CUBIC, steady ×1.3, whole ×1.6", []probe{{3000, 3900, 2500, 4000}, {3000, 3900, 2500, 4000}}, 4, "C "},
+		// Above the model's bar (×1.11 at 80%) the model decides, not the bar.
+		{"whole ×1.2, steady ×1.2", []probe{{5000, 6000, 5000, 6000}, {5000, 6000, 5000, 6000}}, 2, "C "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := NewEstimator(EstimatorConfig{}) // the defaults: 80%, at most 8, fallback 4, 2 probes each
+			for _, p := range tc.probes {
+				for _, s := range []struct {
+					n             int
+					steady, whole float64
+				}{{2, p.x2, p.w2}, {1, p.x1, p.w1}} {
+					if n := e.Next(); n != s.n {
+						t.Fatalf("probe asks N=%d, want %d", n, s.n)
+					}
+					// ObserveWhole first, as the client does; one second each.
+					e.ObserveWhole(s.n, int64(s.whole*1000/8), time.Second)
+					e.Observe(s.n, int64(s.steady*1000/8), time.Second)
+				}
+			}
+			est := e.Current()
+			if e.Probing() || est.Connections != tc.wantN || e.Next() != tc.wantN || !strings.Contains(est.Reason, tc.reason) {
+				t.Fatalf("estimate N=%d (%q), want N=%d saying %q", est.Connections, est.Reason, tc.wantN, tc.reason)
+			}
+		})
+	}
+}

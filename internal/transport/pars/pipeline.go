@@ -108,7 +108,7 @@ func (c *Client) newJob(u string, num uint64, n int, size int64, first bool) *se
 	}
 	j.left = j.units()
 	j.errs = make([]error, j.units())
-	j.m = newMeter(j.units())
+	j.m = c.newMeter(j.units())
 	return j
 }
 
