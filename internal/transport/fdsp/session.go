@@ -213,6 +213,9 @@ func (ss *session) run(ctx context.Context, br *bufio.Reader, w *countingWriter,
 				}
 			case FrameTCPReport:
 				if r, err := ParseTCPReport(p); err == nil {
+					if tp, ok := readTCPPath(w.c); ok {
+						ss.bp.observePath(tp)
+					}
 					ss.bp.tcpReport(r)
 				}
 			}
