@@ -14,7 +14,8 @@
 //
 //	sudo go run ./internal/lab/fdspsrt -out docs/results/fdsp-srt
 //
-// It writes results.json and results.csv in -out and prints a Markdown table.
+// It writes results.json and results.csv in -out and prints a Markdown table;
+// -summarize DIR,DIR prints the tables again and issue 12's goal per row.
 package main
 
 import (
@@ -62,8 +63,15 @@ func main() {
 	flag.StringVar(&c.cc, "cc", "cubic", "TCP congestion control of FDSP's server (\"\": the system's)")
 	flag.StringVar(&c.only, "peers", "", "comma-separated subset of srt,fdsp-udp,fdsp-bp0,fdsp-bp50,fdsp-bp100,fdsp-auto,fdsp-tcp (default all)")
 	flag.Uint64Var(&c.seed, "seed", 7, "netem seed")
+	summ := flag.String("summarize", "", "print the tables and issue 12's goal per row for these comma-separated result folders, and stop")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
+	if *summ != "" {
+		if err := summarize(os.Stdout, summaryDirs(*summ)); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	for _, s := range strings.Split(*rtts, ",") {
 		d, err := time.ParseDuration(strings.TrimSpace(s))
 		if err != nil {
