@@ -75,10 +75,11 @@ func main() {
 	flag.IntVar(&bp, "bp", 50, "Table 2: FDSP's BP (255: adaptive)")
 	flag.BoolVar(&c.prepare, "prepare", false, "only render and package the table's contents (into -cache; content.json in -out)")
 	summ := flag.String("summarize", "", "print Markdown summaries (medians and ranges over repetitions) of these comma-separated result folders or files, and stop")
+	fixedOnly := flag.String("fixed-only", "", "-summarize: comma-separated folders or files among those whose adaptive rows are left out (made with another controller)")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
 	if *summ != "" {
-		if err := summarize(os.Stdout, summaryFiles(*summ)); err != nil {
+		if err := summarize(os.Stdout, summaryFiles(*summ), summaryFiles(*fixedOnly)...); err != nil {
 			log.Fatal(err)
 		}
 		return

@@ -12,8 +12,10 @@ import (
 
 // summarize prints Markdown tables over every results.json given: per clip (or
 // asset and link), RTT and variant, the median over repetitions and the range. It
-// also draws each folder's SVG plots again from its results.json.
-func summarize(w io.Writer, files []string) error {
+// also draws each folder's SVG plots again from its results.json. The adaptive
+// rows of the files in fixedOnly are left out of the tables (another controller's
+// runs beside the fixed BPs of the same invocation).
+func summarize(w io.Writer, files []string, fixedOnly ...string) error {
 	contentTable(w, files)
 	var rows []Row
 	for _, f := range files {
@@ -25,7 +27,11 @@ func summarize(w io.Writer, files []string) error {
 		if err := json.Unmarshal(b, &rs); err != nil {
 			return fmt.Errorf("%s: %w", f, err)
 		}
-		rows = append(rows, rs...)
+		for _, r := range rs {
+			if r.Variant != "auto" || !slices.Contains(fixedOnly, f) {
+				rows = append(rows, r)
+			}
+		}
 		// The folder's plots again, from its data (the same code as at run time).
 		if err := bpTrace(filepath.Dir(f), rs); err != nil {
 			return err
