@@ -150,8 +150,8 @@ func (a *adaptiveBP) predict(dur time.Duration, bytesAt func(int) int) int {
 // lossLimited is the goodput a loss-based TCP flow sustains on this path (0:
 // unknown), the ceiling on what a measured goodput may promise for a larger part:
 // the measure comes from parts that may have ended in slow start before their
-// first loss, and in the lab every step up met a lower goodput than the parts
-// below it had. The loss rate is the higher of the TCP socket's retransmitted
+// first loss (in the lab 9 of 10 steps up to BP 75 met a lower goodput than the
+// lowest of the three parts before, median 0.66×). The loss rate is the higher of the TCP socket's retransmitted
 // share and the last Reports' UDP loss (the same path, and TCP's count is small
 // early in a session); a.mu is held.
 func (a *adaptiveBP) lossLimited() float64 {
