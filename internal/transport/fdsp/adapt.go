@@ -169,6 +169,34 @@ func (a *adaptiveBP) lossLimited() float64 {
 	return lossLimitedRate(a.path.mss, a.path.rtt, p)
 }
 
+// planInputs is what the last plan was made from, for the server's debug log.
+type planInputs struct {
+	Measured    float64 // lowest goodput of the last parts, bytes/s (0: none yet)
+	LossLimited float64 // the path's loss-limited rate, bytes/s (0: unknown)
+	Loss        float64 // the loss rate it used
+	RTT         time.Duration
+	Window      float64 // lowest window ÷ media duration (0: none yet)
+	Ceiling     int
+}
+
+func (a *adaptiveBP) inputs() planInputs {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	in := planInputs{LossLimited: a.lossLimited(), RTT: a.path.rtt, Ceiling: min(a.ceiling, 100)}
+	if len(a.rates) > 0 {
+		in.Measured = lowest(a.rates)
+	}
+	if len(a.windows) > 0 {
+		in.Window = lowest(a.windows)
+	}
+	if in.LossLimited > 0 {
+		// p back from the rate: MSS/RTT × √(3/2)/√p.
+		x := float64(a.path.mss) / a.path.rtt.Seconds() / in.LossLimited
+		in.Loss = 1.5 * x * x
+	}
+	return in
+}
+
 // observePath takes the server's TCP_INFO, read as a TCPReport arrives.
 func (a *adaptiveBP) observePath(p tcpPath) {
 	a.mu.Lock()

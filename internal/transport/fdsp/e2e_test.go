@@ -3,7 +3,11 @@ package fdsp
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"os"
+	"runtime"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -91,7 +95,8 @@ func TestTCPBytesIsWhatThePlanWrites(t *testing.T) {
 // rate, counts no socket drops, and samples a playhead that moves with the media.
 func TestClientMeasuresForAdaptiveBP(t *testing.T) {
 	h := testAsset(t)
-	s := startServer(t, h, Options{Substream: 2 * time.Second})
+	var logs lockedBuffer
+	s := startServer(t, h, Options{Substream: 2 * time.Second, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	st, err := Play(context.Background(), ClientOptions{Addr: s.Addr().String(), Stream: "vod/asset", Mode: ModeFDSP, BP: BPAuto, SampleInterval: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -106,8 +111,16 @@ func TestClientMeasuresForAdaptiveBP(t *testing.T) {
 		t.Fatal("no session kept after the play")
 	}
 	ss.bp.mu.Lock()
-	rates, windows := len(ss.bp.rates), len(ss.bp.windows)
+	rates, windows, path := len(ss.bp.rates), len(ss.bp.windows), ss.bp.path
 	ss.bp.mu.Unlock()
+	// The server read its socket's TCP_INFO at each TCPReport (Linux), and logged
+	// each plan's inputs at debug level.
+	if runtime.GOOS == "linux" && (path.rtt <= 0 || path.mss <= 0 || path.segsOut == 0) {
+		t.Errorf("TCP path %+v: want the socket's RTT, MSS and segments sent", path)
+	}
+	if n := strings.Count(logs.String(), "fdsp adaptive BP"); n < 4 {
+		t.Errorf("%d debug lines of adaptive BP's inputs, want one per substream (4):\n%s", n, logs.String())
+	}
 	// 4 substreams: every one gives a goodput, the three past the start-up a window
 	// (at most keepMeasure are kept).
 	if rates != keepMeasure || windows != keepMeasure {
@@ -139,4 +152,22 @@ func TestClientMeasuresForAdaptiveBP(t *testing.T) {
 	if n < 4 || last < 4 || last > 8.1 {
 		t.Errorf("%d samples with a playhead, the last at %.3f s: want it moving through the 8 s asset", n, last)
 	}
+}
+
+// lockedBuffer is a log destination the test reads while the server may still write.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
