@@ -164,6 +164,7 @@ func linkPLR(r Row) float64 {
 }
 
 func summary1(w io.Writer, rows []Row) {
+	rows = byClipAndRTT(rows)
 	defer ranges(w, rows)
 	fmt.Fprintln(w, "| clip | RTT ms | variant | n | rebuffering ms | instances | after start-up ms | cut vs all-TCP | PLR % | cut vs all-UDP | receive-buffer drops | decodable | PSNR dB | BPs |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -223,6 +224,25 @@ func summary1(w io.Writer, rows []Row) {
 		}
 	}
 	fmt.Fprintln(w)
+}
+
+// byClipAndRTT orders Table 1's rows by clip (as first seen) and RTT, keeping the
+// order within each, so folders of several rounds make one table in RTT order.
+func byClipAndRTT(rows []Row) []Row {
+	clip := map[string]int{}
+	for _, r := range rows {
+		if _, ok := clip[r.Clip]; !ok {
+			clip[r.Clip] = len(clip)
+		}
+	}
+	out := slices.Clone(rows)
+	slices.SortStableFunc(out, func(a, b Row) int {
+		if c := clip[a.Clip] - clip[b.Clip]; c != 0 {
+			return c
+		}
+		return a.RTTms - b.RTTms
+	})
+	return out
 }
 
 // ranges prints, per clip and RTT, the optimal BP range of the fixed sweep (by PLR
