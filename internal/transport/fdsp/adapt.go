@@ -25,7 +25,8 @@ import (
 //     measured: the TCP part's time varies with the losses it meets, and the
 //     margin must hold for the unlucky ones. Nor may the goodput exceed what a
 //     loss-based flow sustains on the path (lossLimited: Mathis's MSS/RTT ×
-//     √(3/2)/√p from the server's TCP_INFO and the Reports' loss): a part that
+//     √(3/2)/√p, MSS and RTT from the server's TCP_INFO, p the Reports' UDP
+//     loss): a part that
 //     met no loss, or ended in slow start, measures a goodput a larger part will
 //     not get, and climbing on it overshot (round 2's one miss in the lab).
 //     The set point is that spread: in the
@@ -151,22 +152,20 @@ func (a *adaptiveBP) predict(dur time.Duration, bytesAt func(int) int) int {
 // unknown), the ceiling on what a measured goodput may promise for a larger part:
 // the measure comes from parts that may have ended in slow start before their
 // first loss (in the lab 9 of 10 steps up to BP 75 met a lower goodput than the
-// lowest of the three parts before, median 0.66×). The loss rate is the higher of the TCP socket's retransmitted
-// share and the last Reports' UDP loss (the same path, and TCP's count is small
-// early in a session); a.mu is held.
+// lowest of the three parts before, median 0.66×). The loss rate is the last
+// Reports' UDP loss, the path's as a flow that does not retransmit sees it; not
+// TCP's retransmitted share, which on a jittery path counts reordering too (8.8 %
+// of the segments on the lab's 0.4 % link at 100 ms, where TCP still got 400–700
+// kB/s); a.mu is held.
 func (a *adaptiveBP) lossLimited() float64 {
-	var p float64
-	if a.path.segsOut > 0 {
-		p = float64(a.path.retrans) / float64(a.path.segsOut)
-	}
 	var lost, exp uint32
 	for i := range a.lost {
 		lost, exp = lost+a.lost[i], exp+a.expected[i]
 	}
-	if exp > 0 {
-		p = max(p, float64(lost)/float64(exp))
+	if exp == 0 {
+		return 0
 	}
-	return lossLimitedRate(a.path.mss, a.path.rtt, p)
+	return lossLimitedRate(a.path.mss, a.path.rtt, float64(lost)/float64(exp))
 }
 
 // planInputs is what the last plan was made from, for the server's debug log.
@@ -177,6 +176,7 @@ type planInputs struct {
 	RTT         time.Duration
 	Window      float64 // lowest window ÷ media duration (0: none yet)
 	Ceiling     int
+	Retrans     float64 // TCP's retransmitted share of its segments (not used: see lossLimited)
 }
 
 func (a *adaptiveBP) inputs() planInputs {
@@ -188,6 +188,9 @@ func (a *adaptiveBP) inputs() planInputs {
 	}
 	if len(a.windows) > 0 {
 		in.Window = lowest(a.windows)
+	}
+	if a.path.segsOut > 0 {
+		in.Retrans = float64(a.path.retrans) / float64(a.path.segsOut)
 	}
 	if in.LossLimited > 0 {
 		// p back from the rate: MSS/RTT × √(3/2)/√p.

@@ -271,7 +271,7 @@ func (ss *session) writeTCP(ctx context.Context, w *countingWriter, jobs chan<- 
 		if ss.bp.auto && ss.srv.opts.Logger.Enabled(ctx, slog.LevelDebug) {
 			in := ss.bp.inputs()
 			ss.srv.opts.Logger.Debug("fdsp adaptive BP", "substream", sub.index, "bp", bp, "goodput_kB_s", int(in.Measured/1e3),
-				"loss_limited_kB_s", int(in.LossLimited/1e3), "loss", in.Loss, "rtt", in.RTT, "window", in.Window, "ceiling", in.Ceiling)
+				"loss_limited_kB_s", int(in.LossLimited/1e3), "loss", in.Loss, "rtt", in.RTT, "window", in.Window, "ceiling", in.Ceiling, "tcp_retrans", in.Retrans)
 		}
 		hdr, aus := plan(sub, ss.rd.ps, ss.mode, bp, ss.ssrc)
 		bw := bufio.NewWriterSize(w, 64<<10)
