@@ -49,14 +49,14 @@ func (p *playTimes) WriteVideo(v fdsp.VideoFrame) error {
 
 func (p *playTimes) WriteAudio(uint64, []byte) error { return nil }
 
-// runFDSP plays the asset once with the playout delay given (the same budget
+// runFDSP plays stream once with the playout delay given (the same budget
 // SRT's latency window gets) and fills the playout figures: start-up and
 // rebuffering from the client's stats (its rule), latency from the show times.
-func runFDSP(ctx context.Context, addr string, v fdspVariant, delay time.Duration, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (fdspResult, error) {
+func runFDSP(ctx context.Context, addr, stream string, v fdspVariant, delay time.Duration, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (fdspResult, error) {
 	pt := &playTimes{}
 	start := time.Now()
 	st, err := fdsp.Play(ctx, fdsp.ClientOptions{
-		Addr: addr, Stream: "vod/clip", Mode: v.Mode, BP: v.BP, PlayoutDelay: delay, Dial: dial,
+		Addr: addr, Stream: stream, Mode: v.Mode, BP: v.BP, PlayoutDelay: delay, Dial: dial,
 		DialUDP:        func(ctx context.Context, raddr string) (net.Conn, error) { return dial(ctx, "udp", raddr) },
 		NewSink:        func([]byte) (fdsp.Sink, error) { return pt, nil },
 		SampleInterval: -1,

@@ -14,7 +14,8 @@
 //
 //	sudo go run ./internal/lab/fdspsrt -out docs/results/fdsp-srt
 //
-// It writes results.json and results.csv in -out and prints a Markdown table.
+// It writes results.json and results.csv in -out and prints a Markdown table;
+// -summarize DIR,DIR prints the tables again and issue 12's goal per row.
 package main
 
 import (
@@ -39,6 +40,7 @@ import (
 
 type config struct {
 	out, cache, ladder, cc, only string
+	asset                        string // a packaged asset instead of the synthetic clip
 	rtts                         []time.Duration
 	multipliers                  []int
 	clip, substream, jitterBuf   time.Duration
@@ -62,8 +64,16 @@ func main() {
 	flag.StringVar(&c.cc, "cc", "cubic", "TCP congestion control of FDSP's server (\"\": the system's)")
 	flag.StringVar(&c.only, "peers", "", "comma-separated subset of srt,fdsp-udp,fdsp-bp0,fdsp-bp50,fdsp-bp100,fdsp-auto,fdsp-tcp (default all)")
 	flag.Uint64Var(&c.seed, "seed", 7, "netem seed")
+	flag.StringVar(&c.asset, "asset", "", "a packaged asset folder to stream instead of the synthetic clip (e.g. .cache/fdsp-study/fast-4000k, the FDSP study's fast clip: fdspstudy -prepare makes it)")
+	summ := flag.String("summarize", "", "print the tables and issue 12's goal per row for these comma-separated result folders, and stop")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
+	if *summ != "" {
+		if err := summarize(os.Stdout, summaryDirs(*summ)); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	for _, s := range strings.Split(*rtts, ",") {
 		d, err := time.ParseDuration(strings.TrimSpace(s))
 		if err != nil {
@@ -101,11 +111,15 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	dir := filepath.Join(c.cache, "clip")
-	log.Printf("packaging %s of %s at %d fps (cached)", c.clip, c.ladder, c.fps)
-	if _, err := pkg.Package(ctx, pkg.Options{Synthetic: c.clip, OutDir: dir, Name: "clip", Ladder: rungs, FPS: c.fps, Preset: "veryfast", KeepDuration: true, Log: os.Stderr}); err != nil {
-		return err
+	if c.asset != "" {
+		dir = filepath.Clean(c.asset)
+	} else {
+		log.Printf("packaging %s of %s at %d fps (cached)", c.clip, c.ladder, c.fps)
+		if _, err := pkg.Package(ctx, pkg.Options{Synthetic: c.clip, OutDir: dir, Name: "clip", Ladder: rungs, FPS: c.fps, Preset: "veryfast", KeepDuration: true, Log: os.Stderr}); err != nil {
+			return err
+		}
 	}
-	ts := filepath.Join(c.cache, "clip.ts")
+	ts := filepath.Join(c.cache, filepath.Base(dir)+".ts")
 	if err := makeTS(ctx, dir, ts); err != nil {
 		return err
 	}
@@ -123,12 +137,13 @@ func run(ctx context.Context, c config) error {
 	}
 	h := hub.New()
 	h.AddAsset(a)
+	stream := "vod/" + filepath.Base(dir) // the hub names an asset by its folder
 	if err := os.MkdirAll(c.out, 0o755); err != nil {
 		return err
 	}
 	var rows []row
 	for _, rtt := range c.rtts {
-		r, err := runRTT(ctx, c, h, ds, rtt)
+		r, err := runRTT(ctx, c, h, stream, ds, rtt)
 		rows = append(rows, r...)
 		if werr := write(c.out, rows); werr != nil { // after every RTT: a long run keeps what it has
 			return werr
@@ -141,7 +156,7 @@ func run(ctx context.Context, c config) error {
 	return nil
 }
 
-func runRTT(ctx context.Context, c config, h *hub.Hub, ds []timedDatagram, rtt time.Duration) ([]row, error) {
+func runRTT(ctx context.Context, c config, h *hub.Hub, stream string, ds []timedDatagram, rtt time.Duration) ([]row, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	nw, err := netem.Up(ctx, netem.TwoHosts(netem.Symmetric(tableOne(rtt))), netem.Options{Name: "fdsp-srt", Seed: c.seed})
@@ -185,7 +200,7 @@ func runRTT(ctx context.Context, c config, h *hub.Hub, ds []timedDatagram, rtt t
 				continue
 			}
 			log.Printf("RTT %s, %d× (%s): %s", rtt, m, budget, v.Name)
-			res, err := runFDSP(ctx, addr, v, time.Duration(c.fdspDelay*float64(budget))+c.jitterBuf, dial)
+			res, err := runFDSP(ctx, addr, stream, v, time.Duration(c.fdspDelay*float64(budget))+c.jitterBuf, dial)
 			rows = append(rows, fdspRow(base, v, res, err))
 			logRow(rows[len(rows)-1])
 		}

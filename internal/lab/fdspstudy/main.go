@@ -31,6 +31,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -54,6 +55,16 @@ type config struct {
 	ref       bool  // Table 1: run all-TCP first as the PSNR reference even when not asked
 	bp        uint8 // Table 2's FDSP variant
 	prepare   bool  // make the table's contents and stop
+	serverLog bool  // the FDSP server's debug log (adaptive BP's inputs per substream) on stderr
+}
+
+// serverLogger is the FDSP server's logger: debug lines on stderr with -server-log,
+// nothing otherwise (nil: the server discards).
+func (c config) serverLogger() *slog.Logger {
+	if !c.serverLog {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 func main() {
@@ -74,11 +85,13 @@ func main() {
 	flag.StringVar(&bitrates, "bitrates", "1000k,2000k,4000k", "Table 2: the clips' bitrates")
 	flag.IntVar(&bp, "bp", 50, "Table 2: FDSP's BP (255: adaptive)")
 	flag.BoolVar(&c.prepare, "prepare", false, "only render and package the table's contents (into -cache; content.json in -out)")
+	flag.BoolVar(&c.serverLog, "server-log", false, "the FDSP server's debug log on stderr (adaptive BP's inputs per substream)")
 	summ := flag.String("summarize", "", "print Markdown summaries (medians and ranges over repetitions) of these comma-separated result folders or files, and stop")
+	fixedOnly := flag.String("fixed-only", "", "-summarize: comma-separated folders or files among those whose adaptive rows are left out (made with another controller)")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
 	if *summ != "" {
-		if err := summarize(os.Stdout, summaryFiles(*summ)); err != nil {
+		if err := summarize(os.Stdout, summaryFiles(*summ), summaryFiles(*fixedOnly)...); err != nil {
 			log.Fatal(err)
 		}
 		return

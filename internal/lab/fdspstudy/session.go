@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -57,7 +58,7 @@ func (l *lab) udpCounters() map[string]int64 {
 	return nil
 }
 
-func newLab(ctx context.Context, h *hub.Hub, p netem.Profile, cc string, substream time.Duration) (*lab, error) {
+func newLab(ctx context.Context, h *hub.Hub, p netem.Profile, cc string, substream time.Duration, serverLog *slog.Logger) (*lab, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	nw, err := netem.Up(ctx, netem.TwoHosts(p), netem.Options{Name: "fdsp-study", Seed: 7})
 	if err != nil {
@@ -67,7 +68,7 @@ func newLab(ctx context.Context, h *hub.Hub, p netem.Profile, cc string, substre
 	var srv *fdsp.Server
 	listen := func(network, addr string) (net.Listener, error) { return pars.ListenCC(ctx, addr, cc) }
 	if err := nw.Do("server", func() (err error) {
-		srv, err = fdsp.NewServer(h, "0.0.0.0:0", "0.0.0.0:0", fdsp.Options{Substream: substream, Listen: listen})
+		srv, err = fdsp.NewServer(h, "0.0.0.0:0", "0.0.0.0:0", fdsp.Options{Substream: substream, Listen: listen, Logger: serverLog})
 		return err
 	}); err != nil {
 		nw.Close()

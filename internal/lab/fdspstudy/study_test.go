@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"encoding/xml"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -142,5 +144,34 @@ func TestOptimalRange(t *testing.T) {
 	ranges(&b, rows)
 	if !strings.Contains(b.String(), "| fast | 150 | 50 | 25, 50 | 75 | 0 of 1 / 0 of 1 |") {
 		t.Errorf("ranges:\n%s", b.String())
+	}
+}
+
+func TestSummarizeLeavesOutAnotherControllersAdaptiveRows(t *testing.T) {
+	dir := t.TempDir()
+	old, cur := filepath.Join(dir, "old.json"), filepath.Join(dir, "new.json")
+	write := func(f string, rows []Row) {
+		b, err := json.Marshal(rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(old, []Row{
+		{Table: 1, Clip: "slow", RTTms: 250, Variant: "bp25", PLR: 0.004},
+		{Table: 1, Clip: "slow", RTTms: 250, Variant: "auto", PLR: 0.004, Stats: fdsp.Stats{BPs: []int{25, 50, 75}}},
+	})
+	write(cur, []Row{{Table: 1, Clip: "slow", RTTms: 250, Variant: "auto", PLR: 0.004, Stats: fdsp.Stats{BPs: []int{25, 0, 0}}}})
+	var b strings.Builder
+	if err := summarize(&b, []string{old, cur}, old); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "| slow | 250 | FDSP auto | 1 |") || strings.Contains(b.String(), "25,50,75") {
+		t.Errorf("want only the new file's adaptive row:\n%s", b.String())
+	}
+	if !strings.Contains(b.String(), "| slow | 250 | FDSP 25 | 1 |") {
+		t.Errorf("the old file's fixed row is missing:\n%s", b.String())
 	}
 }

@@ -12,8 +12,10 @@ import (
 
 // summarize prints Markdown tables over every results.json given: per clip (or
 // asset and link), RTT and variant, the median over repetitions and the range. It
-// also draws each folder's SVG plots again from its results.json.
-func summarize(w io.Writer, files []string) error {
+// also draws each folder's SVG plots again from its results.json. The adaptive
+// rows of the files in fixedOnly are left out of the tables (another controller's
+// runs beside the fixed BPs of the same invocation).
+func summarize(w io.Writer, files []string, fixedOnly ...string) error {
 	contentTable(w, files)
 	var rows []Row
 	for _, f := range files {
@@ -25,7 +27,11 @@ func summarize(w io.Writer, files []string) error {
 		if err := json.Unmarshal(b, &rs); err != nil {
 			return fmt.Errorf("%s: %w", f, err)
 		}
-		rows = append(rows, rs...)
+		for _, r := range rs {
+			if r.Variant != "auto" || !slices.Contains(fixedOnly, f) {
+				rows = append(rows, r)
+			}
+		}
 		// The folder's plots again, from its data (the same code as at run time).
 		if err := bpTrace(filepath.Dir(f), rs); err != nil {
 			return err
@@ -158,6 +164,7 @@ func linkPLR(r Row) float64 {
 }
 
 func summary1(w io.Writer, rows []Row) {
+	rows = byClipAndRTT(rows)
 	defer ranges(w, rows)
 	fmt.Fprintln(w, "| clip | RTT ms | variant | n | rebuffering ms | instances | after start-up ms | cut vs all-TCP | PLR % | cut vs all-UDP | receive-buffer drops | decodable | PSNR dB | BPs |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -217,6 +224,25 @@ func summary1(w io.Writer, rows []Row) {
 		}
 	}
 	fmt.Fprintln(w)
+}
+
+// byClipAndRTT orders Table 1's rows by clip (as first seen) and RTT, keeping the
+// order within each, so folders of several rounds make one table in RTT order.
+func byClipAndRTT(rows []Row) []Row {
+	clip := map[string]int{}
+	for _, r := range rows {
+		if _, ok := clip[r.Clip]; !ok {
+			clip[r.Clip] = len(clip)
+		}
+	}
+	out := slices.Clone(rows)
+	slices.SortStableFunc(out, func(a, b Row) int {
+		if c := clip[a.Clip] - clip[b.Clip]; c != 0 {
+			return c
+		}
+		return a.RTTms - b.RTTms
+	})
+	return out
 }
 
 // ranges prints, per clip and RTT, the optimal BP range of the fixed sweep (by PLR

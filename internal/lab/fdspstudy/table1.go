@@ -93,7 +93,7 @@ func table1(ctx context.Context, c config) error {
 	}
 	var rows []Row
 	for _, rtt := range c.rtts {
-		l, err := newLab(ctx, h, netem.Symmetric(studyLink(rtt)), c.cc, c.substream)
+		l, err := newLab(ctx, h, netem.Symmetric(studyLink(rtt)), c.cc, c.substream, c.serverLogger())
 		if err != nil {
 			return err
 		}

@@ -65,7 +65,7 @@ func table2(ctx context.Context, c config, bitrates []int) error {
 			if err != nil {
 				return err
 			}
-			l, err := newLab(ctx, h, p, c.cc, c.substream)
+			l, err := newLab(ctx, h, p, c.cc, c.substream, c.serverLogger())
 			if err != nil {
 				return err
 			}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"strings"
@@ -213,6 +214,9 @@ func (ss *session) run(ctx context.Context, br *bufio.Reader, w *countingWriter,
 				}
 			case FrameTCPReport:
 				if r, err := ParseTCPReport(p); err == nil {
+					if tp, ok := readTCPPath(w.c); ok {
+						ss.bp.observePath(tp)
+					}
 					ss.bp.tcpReport(r)
 				}
 			}
@@ -264,6 +268,11 @@ func (ss *session) writeTCP(ctx context.Context, w *countingWriter, jobs chan<- 
 			continue
 		}
 		bp := ss.bp.plan(sub.index, ticks90(uint64(sub.dur)), func(bp int) int { return tcpBytes(sub, ss.rd.ps, ss.mode, bp) })
+		if ss.bp.auto && ss.srv.opts.Logger.Enabled(ctx, slog.LevelDebug) {
+			in := ss.bp.inputs()
+			ss.srv.opts.Logger.Debug("fdsp adaptive BP", "substream", sub.index, "bp", bp, "goodput_kB_s", int(in.Measured/1e3),
+				"loss_limited_kB_s", int(in.LossLimited/1e3), "loss", in.Loss, "rtt", in.RTT, "window", in.Window, "ceiling", in.Ceiling, "tcp_retrans", in.Retrans)
+		}
 		hdr, aus := plan(sub, ss.rd.ps, ss.mode, bp, ss.ssrc)
 		bw := bufio.NewWriterSize(w, 64<<10)
 		if err := WriteFrame(bw, FrameSubstream, hdr.Marshal()); err != nil {

@@ -1,0 +1,33 @@
+package main
+
+import "testing"
+
+func TestGoalPerRow(t *testing.T) {
+	mk := func(peer string, rtt, rebuf, lat, plr float64) row {
+		r := row{RTTms: rtt, Multiplier: 3, Peer: peer, PLR: plr}
+		r.RebufferMS, r.LatencyMedianMS = rebuf, lat
+		return r
+	}
+	rows := []row{
+		mk("srt", 50, 300, 350, 0), mk("fdsp-udp", 50, 250, 290, 0.004), mk("fdsp-auto", 50, 280, 360, 0.0008),
+		mk("srt", 150, 800, 850, 0), mk("fdsp-udp", 150, 600, 650, 0.004), mk("fdsp-auto", 150, 700, 950, 0.002),
+		mk("srt", 250, 1300, 1350, 0), mk("fdsp-auto", 250, 1400, 1300, 0.003), // no all-UDP row: no PLR verdict
+		mk("fdsp-auto", 200, 100, 100, 0), // no SRT row: left out
+	}
+	gs := goals("run", rows)
+	if len(gs) != 3 {
+		t.Fatalf("%d goal rows, want 3 (one per RTT with both SRT and adaptive)", len(gs))
+	}
+	// 50 ms: less rebuffering at 3 % more latency (within 5 %), PLR cut 80 %.
+	if g := gs[0]; !g.RebufferMet || !g.PLRMet || g.PLRCut < 0.79 || g.PLRCut > 0.81 {
+		t.Errorf("50 ms: %+v, want both goals met with an 80 %% cut", g)
+	}
+	// 150 ms: less rebuffering but 12 % more latency: not at equal latency; cut 50 %.
+	if g := gs[1]; g.RebufferMet || g.PLRMet {
+		t.Errorf("150 ms: rebuffering met %v, PLR met %v: want neither", g.RebufferMet, g.PLRMet)
+	}
+	// 250 ms: more rebuffering: not met; no all-UDP: no PLR verdict.
+	if g := gs[2]; g.RebufferMet || g.HaveUDP || g.PLRMet {
+		t.Errorf("250 ms: %+v, want the rebuffering goal not met and no PLR verdict", g)
+	}
+}
