@@ -24,55 +24,17 @@ LOAD_CPU=${LOAD_CPU:-1}
 OUT=${OUT:-docs/results/origin/h1-ab-$(date -u +%Y-%m-%dT%H:%MZ)}
 ASSET=${ASSET:-.cache/bench/asset}
 PORT=${PORT:-18190}
-for p in $PORT; do ss -Htln "sport = :$p" | grep -q . && { echo "h1-ab: port $p is already in use (another bench or server?): set PORT=... to a free port" >&2; exit 1; }; done
-for tool in nginx wrk curl taskset; do command -v $tool >/dev/null || { echo "h1-ab: $tool is missing (make bench-origin installs it)" >&2; exit 1; }; done
+NAME_OF_BENCH=h1-ab
+# shellcheck source=bench/ab-lib.sh
+. bench/ab-lib.sh
+ab_setup nginx wrk curl taskset
 if [ "$SYSCALLS" = 1 ] && ! command -v perf >/dev/null; then echo "h1-ab: perf is missing: SYSCALLS=0 or install linux-perf" >&2; exit 1; fi
-[ -f "$ASSET/stream.json" ] || "$B" package --synthetic 40s --segment-duration 2s --name bench -o "$ASSET"
-ASSET=$(cd "$ASSET" && pwd)
-NAME=$(basename "$ASSET")
-work=$(mktemp -d)
-PID=""
-# stop waits for nginx's master to exit too: it holds the port until then, and the next
-# server to start on it would fail to bind (seen on a loaded machine).
-stop() {
-  if [ -n "$PID" ]; then kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null || true; PID=""; fi
-  if [ -f "$work/nginx.pid" ]; then
-    local np; np=$(cat "$work/nginx.pid"); kill "$np" 2>/dev/null
-    for _ in $(seq 100); do kill -0 "$np" 2>/dev/null || break; sleep 0.1; done
-    rm -f "$work/nginx.pid"
-  fi
-  true
-}
-trap 'stop; rm -rf "$work"' EXIT
 find "$ASSET" -name '*.m4s' | sort | sed "s#^$ASSET#/vod/$NAME#" > "$work/urls"
-mkdir -p "$work/assets" && ln -s "$ASSET" "$work/assets/$NAME"
-cat > "$work/nginx.conf" <<NGX
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  sendfile on; tcp_nopush on; tcp_nodelay on;
-  keepalive_requests 1000000; keepalive_timeout 120s;
-  open_file_cache max=10000 inactive=60s;
-  types { video/mp4 m4s mp4; }
-  server { listen 127.0.0.1:$PORT; location /vod/$NAME/ { alias $ASSET/; add_header Cache-Control "public, max-age=31536000, immutable"; } }
-}
-NGX
+ab_nginx_conf
 
-# start WHO → the server's PID (streambed A or B, or nginx's worker) in $PID/$SPID
+# start WHO → streambed A or B, or nginx; the server's PID (nginx's worker) in $SPID
 start() {
-  case $1 in
-    nginx) taskset -c "$SERVER_CPU" nginx -c "$work/nginx.conf" -e "$work/nginx-error.log"
-      for _ in $(seq 50); do [ -f "$work/nginx.pid" ] && pgrep -P "$(cat "$work/nginx.pid")" >/dev/null && break; sleep 0.1; done
-      SPID=$(pgrep -P "$(cat "$work/nginx.pid")" | head -1) ;;
-    *) local bin=$A; [ "$1" = B ] && bin=$B
-      rm -rf "$work/data"
-      taskset -c "$SERVER_CPU" "$bin" serve --http "127.0.0.1:$PORT" --https "" --data-dir "$work/data" --assets "$work/assets" \
-        --no-demo --channel "x=$NAME" --log-level warn > "$work/sb.log" 2>&1 &
-      PID=$!; SPID=$PID ;;
-  esac
+  ab_start "$1"
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT$(head -1 "$work/urls")" -o /dev/null && return; sleep 0.1; done
   echo "h1-ab: $1 did not start" >&2; cat "$work/sb.log" "$work/nginx-error.log" 2>/dev/null >&2; exit 1
 }
