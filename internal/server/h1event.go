@@ -108,6 +108,13 @@ func (lp *h1EventLoop) remove(c *h1Conn) {
 	})
 }
 
+// waiting is how many connections are in the set.
+func (lp *h1EventLoop) waiting() int {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	return len(lp.conns)
+}
+
 // shutdown wakes the loop to close its waiting connections and end.
 func (lp *h1EventLoop) shutdown() {
 	lp.mu.Lock()
@@ -226,6 +233,7 @@ func (lp *h1EventLoop) handle(ev unix.EpollEvent) bool {
 // socket: c leaves the set and a new goroutine takes over the loop with the events
 // not yet handled; the calling goroutine then belongs to c.
 func (lp *h1EventLoop) detach(c *h1Conn) {
+	lp.l.detached.Add(1)
 	lp.remove(c)
 	c.loop = nil
 	rest := slices.Clone(lp.batch[lp.next:])

@@ -43,6 +43,7 @@ type h1Listener struct {
 	readers   sync.Pool    // *bufio.Reader of h1HeadMax, lent while a head is read
 	served    atomic.Int64 // requests answered on the lean path
 	handedOff atomic.Int64 // connections handed to net/http
+	detached  atomic.Int64 // connections that left an event loop because their socket filled
 
 	// The event loops (h1event.go), one per processor; none: a goroutine per
 	// connection waits in its read loop (h1loop.go).
