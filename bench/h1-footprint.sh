@@ -65,7 +65,7 @@ for c in $CONNS; do
     perf record -e cpu-clock -F 4999 -g -p "$SPID" -o "$work/perf.data" -- sleep "$DUR" > /dev/null 2>&1
     wait $wp
     n=$(awk -v d="$DUR" '/^Requests\/sec/ {printf "%.0f", $2 * d}' "$work/wrk.out")
-    awk -v who="$who" -v c="$c" -v n="$n" '$1 ~ /^[0-9.,]+$/ && NF >= 2 {v=$1; gsub(",", "", v); name=$2; if (name == "msec") { name = $3 "_us"; v *= 1000 }; printf "%s,%s,%s,%.4f\n", who, c, name, (n > 0) ? v / n : 0}' "$work/stat.txt" >> "$OUT.csv"
+    awk -v who="$who" -v c="$c" -v n="$n" '$1 ~ /^[0-9.,]+$/ && NF >= 2 {v=$1; gsub(",", "", v); name=$2; if (name == "msec") { name = $3 "_us"; v *= 1000 }; if (name != "seconds") printf "%s,%s,%s,%.4f\n", who, c, name, (n > 0) ? v / n : 0}' "$work/stat.txt" >> "$OUT.csv"
     echo "$who,$c,requests_per_s,$(awk '/^Requests\/sec/ {print $2}' "$work/wrk.out")" >> "$OUT.csv"
     # Samples per request by where they fell: all, user space, and the heaviest symbols.
     perf report -i "$work/perf.data" --no-children --sort sym --stdio 2>/dev/null | grep -v '^#' | grep '%' | grep -v '^ *|' | head -60 > "$OUT-top-$who-c$c.txt" || true
