@@ -61,13 +61,14 @@ type h1Conn struct {
 
 	// The event loop (h1event.go): with one, a connection waiting for a request has
 	// no goroutine but sits in home's epoll set, by its descriptor fd.
-	home    *h1EventLoop
-	fd      int32
-	loop    *h1EventLoop // set while home's goroutine answers on this connection: a write must not wait
-	evented bool         // the read loop's callback answers one pass and never waits
-	rdl     time.Time    // the read deadline in force (the loop's sweep enforces it)
-	noWait  bool         // a raw write returns at a full socket, setting full
-	full    bool
+	home     *h1EventLoop
+	fd       int32
+	loop     *h1EventLoop // set while home's goroutine answers on this connection: a write must not wait
+	evented  bool         // the read loop's callback answers one pass and never waits
+	rdl      time.Time    // the read deadline in force (the loop's sweep enforces it)
+	noWait   bool         // a raw write returns at a full socket, setting full
+	peerDone bool         // the event said the peer closed: a short read does not mean drained
+	full     bool
 
 	// Raw socket writes: their state and the callbacks RawConn.Write runs, made
 	// once per connection.

@@ -205,7 +205,11 @@ func (lp *h1EventLoop) handle(ev unix.EpollEvent) bool {
 		return true // the descriptor left the set after the event was queued
 	}
 	c.loop = lp
+	// The peer closed its side: the bytes before its end may come in a short read,
+	// and no event follows for the end itself, so the reads go on until it.
+	c.peerDone = ev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
 	next := c.pass(true)
+	c.peerDone = false
 	if c.loop == nil {
 		// Its socket filled while it was answered: it left the set, a new goroutine
 		// runs the loop, and this one stays with c until c waits again.

@@ -208,3 +208,190 @@ func TestEventLoopSlowReaderDoesNotStallOthers(t *testing.T) {
 		t.Fatalf("slow client, later request: %d %.40q", resp.StatusCode, b)
 	}
 }
+
+// Many clients at once, each doing something else — pipelined bursts, heads in
+// pieces, a request handed to net/http, a big answer read slowly, a close in the
+// middle of a request or right after one — are all answered correctly, and once the
+// clients are gone the server holds no connection and no goroutine for them.
+func TestEventLoopMixedClientsLeaveNothing(t *testing.T) {
+	s, _ := testOrigin(t)
+	addr, lean := leanOrigin(t, s, 10*time.Second)
+	a, err := s.hub.Asset("clip")
+	must(t, err)
+	_, path, err := a.SegmentFile("v1", 1)
+	must(t, err)
+	big := bytes.Repeat([]byte("v1-seg1;"), 4<<20/8) // larger than a socket's buffers
+	must(t, fsutil.WriteFileAtomic(path, big, 0o644))
+	s.files.SetValidFor(0)
+	before := runtime.NumGoroutine()
+
+	get := func(seg int) string { return fmt.Sprintf("GET /vod/clip/v1/%d.m4s HTTP/1.1\r\nHost: a\r\n\r\n", seg) }
+	check := func(br *bufio.Reader, seg int) error {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			return err
+		}
+		n, err := io.Copy(io.Discard, resp.Body)
+		want := int64(800) // the other segments' size in testOrigin's asset
+		if seg == 1 {
+			want = int64(len(big))
+		}
+		if err != nil || resp.StatusCode != 200 || n != want {
+			return fmt.Errorf("segment %d: %d, %d bytes of %d, %v", seg, resp.StatusCode, n, want, err)
+		}
+		return nil
+	}
+	kinds := []func(c net.Conn, br *bufio.Reader) error{
+		func(c net.Conn, br *bufio.Reader) error { // a pipelined burst
+			if _, err := io.WriteString(c, strings.Repeat(get(2), 20)); err != nil {
+				return err
+			}
+			for range 20 {
+				if err := check(br, 2); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		func(c net.Conn, br *bufio.Reader) error { // heads in pieces, then another
+			h := get(2)
+			for _, p := range []string{h[:5], h[5:30], h[30:] + h[:10], h[10:]} {
+				if _, err := io.WriteString(c, p); err != nil {
+					return err
+				}
+			}
+			if err := check(br, 2); err != nil {
+				return err
+			}
+			return check(br, 2)
+		},
+		func(c net.Conn, br *bufio.Reader) error { // a big answer, read slowly
+			if _, err := io.WriteString(c, get(1)+get(2)); err != nil {
+				return err
+			}
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				return err
+			}
+			var n int64
+			for chunk := make([]byte, 64<<10); ; {
+				k, err := resp.Body.Read(chunk)
+				n += int64(k)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					return err
+				}
+				time.Sleep(time.Millisecond) // slower than the server writes: its socket fills
+			}
+			if n != int64(len(big)) {
+				return fmt.Errorf("big answer: %d of %d bytes", n, len(big))
+			}
+			return check(br, 2)
+		},
+		func(c net.Conn, br *bufio.Reader) error { // net/http's: a HEAD, then a lean GET there
+			if _, err := io.WriteString(c, "HEAD /vod/clip/v1/2.m4s HTTP/1.1\r\nHost: a\r\n\r\n"+get(2)); err != nil {
+				return err
+			}
+			resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodHead})
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			return check(br, 2)
+		},
+		func(c net.Conn, br *bufio.Reader) error { // gone in the middle of a head
+			_, err := io.WriteString(c, get(2)[:25])
+			return err
+		},
+		func(c net.Conn, br *bufio.Reader) error { // gone without reading a big answer
+			_, err := io.WriteString(c, get(1))
+			return err
+		},
+	}
+	const clients = 48
+	errs := make(chan error, clients)
+	for i := range clients {
+		go func() {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(3 * guard))
+			br := bufio.NewReader(c)
+			// A first request, so that (most likely) what follows finds the connection
+			// waiting in its loop rather than on the goroutine that accepted it.
+			if _, err := io.WriteString(c, get(2)); err != nil {
+				errs <- err
+				return
+			}
+			if err := check(br, 2); err != nil {
+				errs <- fmt.Errorf("client %d, first request: %w", i, err)
+				return
+			}
+			if err := kinds[i%len(kinds)](c, br); err != nil {
+				errs <- fmt.Errorf("client %d (kind %d): %w", i, i%len(kinds), err)
+				return
+			}
+			errs <- nil
+		}()
+	}
+	for range clients {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	t.Logf("%d connections left an event loop because their socket filled", lean.detached.Load())
+	// Every client has closed: the server sees each close and ends its side.
+	waitFor(t, "the server to end every lean connection", func() bool {
+		lean.mu.Lock()
+		defer lean.mu.Unlock()
+		return len(lean.active) == 0
+	})
+	waitFor(t, "the connections' goroutines to end", func() bool { return runtime.NumGoroutine() <= before+2 })
+	for _, lp := range lean.loops {
+		if n := lp.waiting(); n != 0 {
+			t.Errorf("an event loop still holds %d connections", n)
+		}
+	}
+}
+
+// A client that sends the start of a head and closes its side at once is let go
+// when its close is seen, not at the header timeout: the end can come with the last
+// bytes, in the same readiness event, so a short read must not be taken for an
+// empty socket then.
+func TestEventLoopPeerClosedMidHead(t *testing.T) {
+	s, _ := testOrigin(t)
+	addr, lean := leanOriginMode(t, s, time.Hour, time.Hour, true)
+	c, err := net.Dial("tcp", addr)
+	must(t, err)
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(3 * guard))
+	br := bufio.NewReader(c)
+	_, err = io.WriteString(c, "GET /vod/clip/v1/2.m4s HTTP/1.1\r\nHost: a\r\n\r\n")
+	must(t, err)
+	resp, err := http.ReadResponse(br, nil)
+	must(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	waitFor(t, "the connection waiting in an event loop", func() bool {
+		n := 0
+		for _, lp := range lean.loops {
+			n += lp.waiting()
+		}
+		return n == 1
+	})
+	_, err = io.WriteString(c, "GET /vod/clip/v1/2.m4s HT")
+	must(t, err)
+	must(t, c.(*net.TCPConn).CloseWrite())
+	if n, err := br.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("read %d bytes, %v; want the server's close (EOF) long before the hour-long header timeout", n, err)
+	}
+	waitFor(t, "the server to end the connection", func() bool {
+		lean.mu.Lock()
+		defer lean.mu.Unlock()
+		return len(lean.active) == 0
+	})
+}

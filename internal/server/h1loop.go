@@ -104,7 +104,7 @@ func (c *h1Conn) readNow(p []byte) (int, error) {
 			return 0, io.EOF
 		}
 		// A short read emptied the socket; a full one may have left bytes behind.
-		c.drained = int(n) < len(p)
+		c.drained = int(n) < len(p) && !c.peerDone
 		return int(n), nil
 	}
 }
