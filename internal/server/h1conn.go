@@ -150,7 +150,11 @@ func (c *h1Conn) drive(next connStep) {
 				if c.home.add(c) {
 					return
 				}
-				next = stepClose // the loop has closed: shutting down
+				if c.srv.isClosed() {
+					next = stepClose // shutting down
+				} else {
+					c.home = nil // the loop failed (logged): wait on this goroutine
+				}
 			}
 		}
 	}

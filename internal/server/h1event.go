@@ -68,7 +68,11 @@ func newEventLoop(l *h1Listener) (*h1EventLoop, error) {
 	}
 	lp := &h1EventLoop{l: l, epfd: epfd, wake: wake, conns: map[int32]*h1Conn{}}
 	lp.file = os.NewFile(uintptr(epfd), "h1 event loop") // non-blocking: in Go's poller
-	if lp.rc, err = lp.file.SyscallConn(); err != nil {
+	lp.rc, err = lp.file.SyscallConn()
+	if err == nil {
+		err = lp.file.SetReadDeadline(time.Time{}) // fails if the poller did not take it
+	}
+	if err != nil {
 		lp.file.Close()
 		unix.Close(wake)
 		return nil, err
