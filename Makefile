@@ -144,6 +144,12 @@ bench-h1-ab: build
 	@scripts/ensure-deb.sh $(BENCH_ORIGIN_DEPS) perf:linux-perf
 	bench/h1-ab.sh $(A) $(or $(B),$(BIN))
 
+# Per-request counters, samples and a Go profile at few and many connections (bench/h1-footprint.sh)
+.PHONY: bench-h1-footprint
+bench-h1-footprint: build
+	@scripts/ensure-deb.sh $(BENCH_ORIGIN_DEPS) perf:linux-perf
+	bench/h1-footprint.sh $(BIN)
+
 bench-h2-ab: build
 	@scripts/ensure-deb.sh $(BENCH_ORIGIN_DEPS)
 	bench/h2-ab.sh $(A) $(or $(B),$(BIN))

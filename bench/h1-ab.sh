@@ -30,6 +30,7 @@ NAME_OF_BENCH=h1-ab
 ab_setup nginx wrk curl taskset
 if [ "$SYSCALLS" = 1 ] && ! command -v perf >/dev/null; then echo "h1-ab: perf is missing: SYSCALLS=0 or install linux-perf" >&2; exit 1; fi
 find "$ASSET" -name '*.m4s' | sort | sed "s#^$ASSET#/vod/$NAME#" > "$work/urls"
+[ -s "$work/urls" ] || { echo "$NAME_OF_BENCH: no segments under $ASSET" >&2; exit 1; }
 ab_nginx_conf
 
 # start WHO → streambed A or B, or nginx; the server's PID (nginx's worker) in $SPID

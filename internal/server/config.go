@@ -21,6 +21,9 @@ type Config struct {
 	// NetHTTPOnly turns off the lean HTTP/1.1 path for segments and manifests on the
 	// plain-HTTP listener (h1fast.go), so net/http answers every request.
 	NetHTTPOnly bool `yaml:"net_http_only"`
+	// LeanGoroutinePerConn keeps each lean-path connection on a goroutine of its own
+	// while it waits for a request, instead of in the event loops (h1event.go).
+	LeanGoroutinePerConn bool `yaml:"lean_goroutine_per_conn"`
 	// TCPRTOMin is the listeners' connections' minimum retransmission timeout (Linux
 	// 6.15+; 0: the kernel's 200 ms). Lower, a lost tail packet of a small response
 	// (an LL-HLS part or held playlist over HTTP/1.1) is resent sooner

@@ -59,12 +59,26 @@ type h1Conn struct {
 	woke, loopCalled bool
 	loopFn           func(fd uintptr) bool
 
+	// The event loop (h1event.go): with one, a connection waiting for a request has
+	// no goroutine but sits in home's epoll set, by its descriptor fd.
+	home     *h1EventLoop
+	fd       int32
+	loop     *h1EventLoop // set while home's goroutine answers on this connection: a write must not wait
+	evented  bool         // the read loop's callback answers one pass and never waits
+	rdl      time.Time    // the read deadline in force (the loop's sweep enforces it)
+	noWait   bool         // a raw write returns at a full socket, setting full
+	peerDone bool         // the event said the peer closed: a short read does not mean drained
+	full     bool
+
 	// Raw socket writes: their state and the callbacks RawConn.Write runs, made
 	// once per connection.
 	sf                     sendfileCall
 	more                   []byte
 	moreErr                error
 	sendfileFn, sendMoreFn func(fd uintptr) bool
+	wv                     [][]byte // what writevStep has still to send
+	wvErr                  error
+	writevFn               func(fd uintptr) bool
 }
 
 // h1Exchange is the state of one request and its response. Exchanges are pooled
@@ -98,31 +112,66 @@ var errHeadTooLong = errors.New("request head longer than the lean path reads")
 func (c *h1Conn) serve(ctx context.Context) {
 	ctx = context.WithValue(ctx, http.LocalAddrContextKey, c.nc.LocalAddr())
 	ctx, c.cancel = context.WithCancel(ctx)
-	defer c.cancel()
 	c.base = (&http.Request{}).WithContext(ctx)
+	c.drive(stepLoop)
+}
+
+// drive runs the connection on this goroutine from step next until it ends, changes
+// hands or, with an event loop, waits for a request in the loop's set.
+func (c *h1Conn) drive(next connStep) {
 	for {
-		var next connStep
-		if c.raw != nil && !c.outside {
-			next = c.readLoop()
-		} else {
-			next = c.advance()
-		}
 		switch next {
 		case stepClose:
-			c.srv.closeConn(c) // the client went away, was too slow, or shutdown
-			c.releaseReader()
+			c.end() // the client went away, was too slow, or shutdown
 			return
 		case stepHandOff:
 			c.handOff()
+			c.cancel()
 			return
 		case stepTaken:
+			c.cancel()
 			return // its head reader went with it (Hijack) or it is closed
 		case stepOutside:
 			c.outside = true
-		case stepLoop:
-			c.outside = false
+			next = c.advance()
+			continue
+		}
+		// stepLoop or stepWait: wait for the next request.
+		c.outside = false
+		switch {
+		case c.raw == nil:
+			next = c.advance() // not TCP: reads wait
+		case c.home == nil:
+			next = c.readLoop()
+		default:
+			// One pass first: bytes may be buffered already (a pipelined request
+			// behind one answered outside the loop), and no event would come for them.
+			if next = c.pass(false); next == stepWait {
+				if c.home.add(c) {
+					return
+				}
+				if c.srv.isClosed() {
+					next = stepClose // shutting down
+				} else {
+					c.home = nil // the loop failed (logged): wait on this goroutine
+				}
+			}
 		}
 	}
+}
+
+// end closes the connection and lets go of what it holds.
+func (c *h1Conn) end() {
+	c.srv.closeConn(c)
+	c.releaseReader()
+	c.cancel()
+}
+
+// setReadDeadline sets the socket's read deadline and notes it for the event loop,
+// whose sweep enforces it on a connection that waits with no goroutine.
+func (c *h1Conn) setReadDeadline(t time.Time) {
+	c.rdl = t
+	_ = c.nc.SetReadDeadline(t)
 }
 
 // connStep is what the connection does once advance stops.
@@ -240,7 +289,7 @@ func (c *h1Conn) startWatch() {
 		// when the client has gone.
 		return
 	}
-	_ = c.nc.SetReadDeadline(time.Time{})
+	c.setReadDeadline(time.Time{})
 	c.idleAt = time.Time{}
 	done := make(chan struct{})
 	c.watchDone = done
@@ -265,7 +314,7 @@ func (c *h1Conn) stopWatch() {
 	<-c.watchDone
 	c.watchDone = nil
 	// No deadline until the next wait sets one (with no idle timeout, none at all).
-	_ = c.nc.SetReadDeadline(time.Time{})
+	c.setReadDeadline(time.Time{})
 	c.idleAt = time.Time{}
 }
 
@@ -281,7 +330,7 @@ func (c *h1Conn) idleDeadline() {
 		return
 	}
 	c.idleAt = now
-	_ = c.nc.SetReadDeadline(now.Add(c.srv.idleTimeout))
+	c.setReadDeadline(now.Add(c.srv.idleTimeout))
 }
 
 // readHead returns the buffered bytes of the next request head, through its empty
@@ -298,7 +347,7 @@ func (c *h1Conn) readHead() ([]byte, error) {
 		if !c.headTimed {
 			// Once per head, also when the read loop comes back for its rest: a
 			// client that trickles bytes does not move the deadline.
-			_ = c.nc.SetReadDeadline(deadline(c.srv.headerTimeout))
+			c.setReadDeadline(deadline(c.srv.headerTimeout))
 			c.idleAt, c.headTimed = time.Time{}, true // the idle deadline is no longer in force
 		}
 		from = max(len(buf)-3, 0)
@@ -389,7 +438,7 @@ func (c *h1Conn) serveRequest(h *h1Head, x *h1Exchange) (keep bool) {
 
 // handOff gives the connection to net/http with the bytes read and not answered.
 func (c *h1Conn) handOff() {
-	_ = c.nc.SetReadDeadline(time.Time{})
+	c.setReadDeadline(time.Time{})
 	prefix := bytes.Clone(func() []byte { b, _ := c.br.Peek(c.br.Buffered()); return b }())
 	c.srv.handOff(c, &replayConn{Conn: c.nc, prefix: prefix})
 }
@@ -397,8 +446,7 @@ func (c *h1Conn) handOff() {
 func (c *h1Conn) closing() bool { return c.srv.isClosed() }
 
 func (c *h1Conn) write(b []byte) error {
-	_, err := c.nc.Write(b)
-	return err
+	return c.writeAll([][]byte{b})
 }
 
 // writev sends the head and a body in one system call.
@@ -406,9 +454,7 @@ func (c *h1Conn) writev(head, body []byte) error {
 	if len(body) == 0 {
 		return c.write(head)
 	}
-	bufs := net.Buffers{head, body}
-	_, err := bufs.WriteTo(c.nc)
-	return err
+	return c.writeAll([][]byte{head, body})
 }
 
 // writeChunk sends p as one chunk of a chunked body.
@@ -418,9 +464,108 @@ func (c *h1Conn) writeChunk(p []byte) error {
 	}
 	size := strconv.AppendInt(make([]byte, 0, 20), int64(len(p)), 16)
 	size = append(size, "\r\n"...)
-	bufs := net.Buffers{size, p, []byte("\r\n")}
-	_, err := bufs.WriteTo(c.nc)
-	return err
+	return c.writeAll([][]byte{size, p, []byte("\r\n")})
+}
+
+// writeAll sends bufs in as few writev calls as the socket takes.
+func (c *h1Conn) writeAll(bufs [][]byte) error {
+	if c.raw == nil {
+		nb := net.Buffers(bufs)
+		_, err := nb.WriteTo(c.nc)
+		return err
+	}
+	c.wv, c.wvErr = bufs, nil
+	if c.writevFn == nil {
+		c.writevFn = c.writevStep
+	}
+	err := c.rawWrite(c.writevFn)
+	c.wv = nil
+	if err != nil {
+		return err
+	}
+	return c.wvErr
+}
+
+// writevStep sends c.wv until done or the socket is full (false: wait and call again).
+func (c *h1Conn) writevStep(fd uintptr) bool {
+	var iov [8]unix.Iovec
+	for len(c.wv) > 0 {
+		n := 0
+		for _, b := range c.wv {
+			if n == len(iov) {
+				break
+			}
+			if len(b) > 0 {
+				iov[n].Base = &b[0]
+				iov[n].SetLen(len(b))
+				n++
+			}
+		}
+		if n == 0 {
+			c.wv = nil
+			break
+		}
+		k, _, errno := unix.RawSyscall(unix.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&iov[0])), uintptr(n))
+		switch {
+		case errno == unix.EINTR:
+			continue
+		case errno == unix.EAGAIN:
+			return c.socketFull()
+		case errno != 0:
+			c.wvErr = errno
+			return true
+		}
+		c.wv = consumed(c.wv, int(k))
+	}
+	return true
+}
+
+// consumed is bufs without their first n bytes.
+func consumed(bufs [][]byte, n int) [][]byte {
+	for len(bufs) > 0 && n >= len(bufs[0]) {
+		n -= len(bufs[0])
+		bufs = bufs[1:]
+	}
+	if len(bufs) > 0 {
+		bufs[0] = bufs[0][n:]
+	}
+	return bufs
+}
+
+// socketFull is a raw write's answer to EAGAIN: wait (false), or, for the event
+// loop, which must not wait, return and say so.
+func (c *h1Conn) socketFull() bool {
+	if c.noWait {
+		c.full = true
+		return true
+	}
+	return false
+}
+
+// rawWrite runs a raw write step in RawConn.Write. On the event loop's goroutine a
+// full socket first takes the connection out of the loop (the loop goes on in a new
+// goroutine, since waiting here would stall every other connection), then waits.
+func (c *h1Conn) rawWrite(fn func(fd uintptr) bool) error {
+	if c.loop == nil {
+		return c.raw.Write(fn)
+	}
+	c.noWait = true
+	err := c.raw.Write(fn)
+	c.noWait = false
+	if err != nil || !c.full {
+		return err
+	}
+	c.full = false
+	c.loop.detach(c)
+	return c.raw.Write(fn)
+}
+
+// mayWait is called before a write that waits inside Go (no raw step): on the event
+// loop's goroutine, the connection leaves the loop first.
+func (c *h1Conn) mayWait() {
+	if c.loop != nil {
+		c.loop.detach(c)
+	}
 }
 
 // sendFile sends n bytes of f from offset 0 with sendfile(2). The call is made
@@ -432,7 +577,7 @@ func (c *h1Conn) sendFile(f *os.File, n int64) (int64, error) {
 	if c.sendfileFn == nil {
 		c.sendfileFn = c.sendfileStep // made once: a method value escapes
 	}
-	err := c.raw.Write(c.sendfileFn)
+	err := c.rawWrite(c.sendfileFn)
 	runtime.KeepAlive(f)
 	sent := c.sf.sent
 	if err == nil {
@@ -458,7 +603,7 @@ func (c *h1Conn) sendfileStep(fd uintptr) bool {
 		case errno == unix.EINTR:
 			continue
 		case errno == unix.EAGAIN:
-			return false
+			return c.socketFull()
 		case errno != 0:
 			sf.err = errno
 			return true
@@ -477,7 +622,7 @@ func (c *h1Conn) sendMore(b []byte) error {
 	if c.sendMoreFn == nil {
 		c.sendMoreFn = c.sendMoreStep
 	}
-	err := c.raw.Write(c.sendMoreFn)
+	err := c.rawWrite(c.sendMoreFn)
 	c.more = nil
 	if err != nil {
 		return err
@@ -493,7 +638,7 @@ func (c *h1Conn) sendMoreStep(fd uintptr) bool {
 		case errno == unix.EINTR:
 			continue
 		case errno == unix.EAGAIN:
-			return false // wait until the socket can take more
+			return c.socketFull() // wait until the socket can take more
 		case errno != 0:
 			c.moreErr = errno
 			return true

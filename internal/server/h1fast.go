@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +43,12 @@ type h1Listener struct {
 	readers   sync.Pool    // *bufio.Reader of h1HeadMax, lent while a head is read
 	served    atomic.Int64 // requests answered on the lean path
 	handedOff atomic.Int64 // connections handed to net/http
+	detached  atomic.Int64 // connections that left an event loop because their socket filled
+
+	// The event loops (h1event.go), one per processor; none: a goroutine per
+	// connection waits in its read loop (h1loop.go).
+	loops    []*h1EventLoop
+	nextLoop int // the loop the next connection joins (accept loop only)
 
 	mu     sync.Mutex
 	closed bool
@@ -51,12 +58,24 @@ type h1Listener struct {
 func newH1Listener(ctx context.Context, inner net.Listener, srv *http.Server, log *slog.Logger, conns interface {
 	Inc()
 	Dec()
-}) *h1Listener {
+}, eventLoops bool) *h1Listener {
 	l := &h1Listener{inner: inner, handler: srv.Handler, log: log, conns: conns,
 		idleTimeout: srv.IdleTimeout, headerTimeout: srv.ReadHeaderTimeout,
 		handoffs: make(chan net.Conn), done: make(chan struct{}), active: map[*h1Conn]struct{}{}}
 	l.exchanges.New = newExchange
 	l.readers.New = func() any { return bufio.NewReaderSize(nil, h1HeadMax) }
+	if eventLoops {
+		for range runtime.GOMAXPROCS(0) {
+			lp, err := newEventLoop(l)
+			if err != nil {
+				log.Warn("http: no event loop for the lean path: a goroutine per connection", "err", err)
+				break
+			}
+			l.loops = append(l.loops, lp)
+			l.wg.Add(1)
+			go lp.run(nil)
+		}
+	}
 	go l.acceptLoop(ctx)
 	return l
 }
@@ -80,6 +99,10 @@ func (l *h1Listener) acceptLoop(ctx context.Context) {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			c.tcp = tc
 			c.raw, _ = tc.SyscallConn()
+			if len(l.loops) > 0 && c.raw.Control(func(fd uintptr) { c.fd = int32(fd) }) == nil {
+				c.home = l.loops[l.nextLoop%len(l.loops)]
+				l.nextLoop++
+			}
 		}
 		if !l.track(c) {
 			nc.Close()
@@ -126,6 +149,9 @@ func (l *h1Listener) Close() error {
 		}
 		close(l.done)
 		err = l.inner.Close()
+		for _, lp := range l.loops {
+			lp.shutdown() // its waiting connections
+		}
 	})
 	return err
 }

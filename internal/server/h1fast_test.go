@@ -26,6 +26,13 @@ func leanOrigin(t *testing.T, s *Server, headerTimeout time.Duration) (string, *
 // leanOriginIdle is leanOrigin with the idle timeout between requests.
 func leanOriginIdle(t *testing.T, s *Server, headerTimeout, idleTimeout time.Duration) (string, *h1Listener) {
 	t.Helper()
+	return leanOriginMode(t, s, headerTimeout, idleTimeout, true)
+}
+
+// leanOriginMode is leanOriginIdle with the event loops (h1event.go) or a goroutine
+// per waiting connection.
+func leanOriginMode(t *testing.T, s *Server, headerTimeout, idleTimeout time.Duration, eventLoops bool) (string, *h1Listener) {
+	t.Helper()
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout, ConnState: s.metrics.connState}
@@ -33,7 +40,7 @@ func leanOriginIdle(t *testing.T, s *Server, headerTimeout, idleTimeout time.Dur
 	srv.Protocols.SetHTTP1(true)
 	srv.Protocols.SetUnencryptedHTTP2(true)
 	ctx, cancel := context.WithCancel(context.Background())
-	l := newH1Listener(ctx, inner, srv, s.log, s.metrics.conns)
+	l := newH1Listener(ctx, inner, srv, s.log, s.metrics.conns, eventLoops)
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() {
 		cancel()

@@ -44,6 +44,22 @@ func (c *h1Conn) readLoop() connStep {
 	return c.loopEnd
 }
 
+// pass runs advance once inside the socket's read callback, for the event loop
+// (h1event.go): it returns stepWait rather than waiting. woke says an event for the
+// socket came, so the idle deadline set before the last wait stands.
+func (c *h1Conn) pass(woke bool) connStep {
+	if c.loopFn == nil {
+		c.loopFn = c.loopStep
+	}
+	c.loopEnd, c.loopCalled, c.evented = stepClose, woke, true
+	err := c.raw.Read(c.loopFn)
+	c.inLoop, c.evented = false, false
+	if err != nil {
+		return stepClose // a deadline (idle or header timeout) or the socket closed
+	}
+	return c.loopEnd
+}
+
 // loopStep is the callback: called once at the start and again whenever the socket
 // has become readable since the last wait.
 func (c *h1Conn) loopStep(fd uintptr) bool {
@@ -52,6 +68,10 @@ func (c *h1Conn) loopStep(fd uintptr) bool {
 	next := c.advance()
 	if next == stepWait {
 		c.releaseReader() // nothing read: no buffer held while waiting
+		if c.evented {
+			c.loopEnd = stepWait
+			return true // the event loop waits, not this call
+		}
 		return false
 	}
 	c.inLoop = false
@@ -84,7 +104,7 @@ func (c *h1Conn) readNow(p []byte) (int, error) {
 			return 0, io.EOF
 		}
 		// A short read emptied the socket; a full one may have left bytes behind.
-		c.drained = int(n) < len(p)
+		c.drained = int(n) < len(p) && !c.peerDone
 		return int(n), nil
 	}
 }

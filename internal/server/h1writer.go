@@ -138,6 +138,7 @@ func (w *h1Writer) ReadFrom(src io.Reader) (int64, error) {
 		return 0, err
 	}
 	w.committed = true
+	w.c.mayWait()                      // Go's sendfile waits for the socket
 	sent, err := w.c.tcp.ReadFrom(src) // sendfile
 	w.written += sent
 	w.fail(err)
@@ -191,7 +192,7 @@ func (w *h1Writer) writeBuffers(bufs [][]byte) (int64, error) {
 	w.committed = true
 	all := make(net.Buffers, 0, len(bufs)+1)
 	all = append(append(all, w.headBytes(nil)), bufs...)
-	if _, err := all.WriteTo(w.c.nc); err != nil {
+	if err := w.c.writeAll(all); err != nil {
 		w.fail(err)
 		return 0, err
 	}

@@ -241,7 +241,7 @@ func (s *Server) Serve(ctx context.Context, ls *Listeners) error {
 		srv.Protocols.SetUnencryptedHTTP2(true) // h2c with prior knowledge
 		l := ls.HTTP
 		if !s.cfg.NetHTTPOnly {
-			lean = newH1Listener(ctx, l, srv, s.log, s.metrics.conns)
+			lean = newH1Listener(ctx, l, srv, s.log, s.metrics.conns, !s.cfg.LeanGoroutinePerConn)
 			l = lean
 		}
 		start(srv, l, false)

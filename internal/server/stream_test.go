@@ -51,7 +51,7 @@ func llOrigin(t *testing.T, d time.Duration, proto string) (*hub.Channel, *httpt
 	ts.Config.Protocols.SetUnencryptedHTTP2(true)
 	if proto == leanProto {
 		ctx, cancel := context.WithCancel(context.Background())
-		l := newH1Listener(ctx, ts.Listener, ts.Config, s.log, s.metrics.conns)
+		l := newH1Listener(ctx, ts.Listener, ts.Config, s.log, s.metrics.conns, true)
 		ts.Listener = l
 		t.Cleanup(func() {
 			cancel()
