@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 )
@@ -141,7 +142,19 @@ type Estimate struct {
 	Reason           string  // how N was chosen, or why the model could not be used
 	Estimates        int     // how many times X1 and X2 were measured
 	At               time.Time
+	// Probes are the samples this estimate was solved from, in the order they came.
+	Probes []ProbeSample
 }
+
+// ProbeSample is one probe segment's throughput as the estimator took it.
+type ProbeSample struct {
+	N     int
+	Whole bool    // whole-segment throughput (ObserveWhole), else after slow start
+	Bps   float64 // bit/s
+}
+
+// maxHistory bounds the estimates an Estimator keeps (Decisions).
+const maxHistory = 64
 
 type phase int
 
@@ -181,6 +194,8 @@ type Estimator struct {
 	acc     map[int]*accum
 	whole   map[int]*accum // whole-segment throughput of the same probes
 	est     Estimate
+	hist    []Estimate // every estimate solved, oldest first (at most maxHistory)
+	probes  []ProbeSample
 	prevN   int // last N from a valid estimate, 0 if none
 	since   int // samples at the chosen N since the estimate
 	outside int // consecutive samples outside the tolerance
@@ -205,6 +220,7 @@ func (e *Estimator) reprobe(why string) {
 	e.ph = probing
 	e.acc = map[int]*accum{1: {}, 2: {}}
 	e.whole = map[int]*accum{1: {}, 2: {}}
+	e.probes = nil
 	e.since, e.outside = 0, 0
 	e.est.Reason = why
 }
@@ -243,6 +259,14 @@ func (e *Estimator) Current() Estimate {
 	return e.est
 }
 
+// Decisions returns every estimate solved so far, oldest first (the last
+// maxHistory): the lab records them to show how a run's N came about.
+func (e *Estimator) Decisions() []Estimate {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.hist)
+}
+
 // Observe adds a throughput sample: bytes received in d with n connections, measured
 // after slow start. Samples at an N the estimator did not ask for are ignored.
 func (e *Estimator) Observe(n int, bytes int64, d time.Duration) {
@@ -260,6 +284,7 @@ func (e *Estimator) Observe(n int, bytes int64, d time.Duration) {
 		a.bytes += float64(bytes)
 		a.secs += d.Seconds()
 		a.n++
+		e.probes = append(e.probes, ProbeSample{N: n, Bps: float64(bytes) * 8 / d.Seconds()})
 		if e.acc[1].n >= e.cfg.ProbeSamples && e.acc[2].n >= e.cfg.ProbeSamples {
 			e.solve()
 		}
@@ -303,6 +328,7 @@ func (e *Estimator) ObserveWhole(n int, bytes int64, d time.Duration) {
 	a.bytes += float64(bytes)
 	a.secs += d.Seconds()
 	a.n++
+	e.probes = append(e.probes, ProbeSample{N: n, Whole: true, Bps: float64(bytes) * 8 / d.Seconds()})
 }
 
 // solve turns the probes into an estimate. Callers hold e.mu.
@@ -361,7 +387,13 @@ func (e *Estimator) solve() {
 		}
 		est.Reason = fmt.Sprintf("model not usable (X1 %.0f, X2 %.0f kbit/s): %v; using N=%d from %s", x1/1000, x2/1000, err, est.Connections, from)
 	}
+	est.Probes = e.probes
+	e.probes = nil
 	e.est = est
+	if len(e.hist) == maxHistory {
+		e.hist = slices.Delete(e.hist, 0, 1)
+	}
+	e.hist = append(e.hist, est)
 	e.ph = running
 	e.since, e.outside = 0, 0
 }
