@@ -228,7 +228,8 @@ func autoRun(ctx context.Context, l *lab, urls []string, nums []uint64, budget t
 }
 
 // decisionRows is the estimator's history for results.json: per estimate the N, why,
-// and the probe samples in kbit/s (w: whole segment, s: after slow start).
+// and the probe samples as "2w:8467@712" (N, w: whole segment or s: after slow
+// start, kbit/s, @ its duration in ms).
 func decisionRows(ds []pars.Estimate) []map[string]any {
 	var rows []map[string]any
 	for _, d := range ds {
@@ -238,7 +239,7 @@ func decisionRows(ds []pars.Estimate) []map[string]any {
 			if p.Whole {
 				kind = "w"
 			}
-			probes = append(probes, fmt.Sprintf("%d%s:%.0f", p.N, kind, p.Bps/1000))
+			probes = append(probes, fmt.Sprintf("%d%s:%.0f@%d", p.N, kind, p.Bps/1000, p.D.Milliseconds()))
 		}
 		rows = append(rows, map[string]any{"n": d.Connections, "reason": d.Reason, "probes": probes,
 			"x1_kbps": round(d.X1/1000, 1), "x2_kbps": round(d.X2/1000, 1),

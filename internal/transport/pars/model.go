@@ -100,6 +100,16 @@ type EstimatorConfig struct {
 	// For the whole-segment probes the bar is the larger of this and
 	// OneFillsRatio(Share).
 	MinGain float64
+	// Hysteresis: once one connection was found to fill the link, N = 1 is left
+	// only when the whole-segment probes of the last two rounds together say one
+	// connection reaches less than Share − Hysteresis of C (X2/X1 above
+	// OneFillsRatio(Share − Hysteresis), 1.25 at the defaults); and a choice of N > 1
+	// from a round whose whole-segment X2/X1 was within that band is checked by a
+	// second round after ConfirmAfter segments (0.2).
+	Hysteresis float64
+	// ConfirmAfter is how many samples at the chosen N come before that second
+	// round (4).
+	ConfirmAfter int
 }
 
 func (c EstimatorConfig) withDefaults() EstimatorConfig {
@@ -124,6 +134,12 @@ func (c EstimatorConfig) withDefaults() EstimatorConfig {
 	}
 	if c.MinGain <= 0 {
 		c.MinGain = 0.05
+	}
+	if c.Hysteresis <= 0 || c.Hysteresis >= c.Share {
+		c.Hysteresis = min(0.2, c.Share/2)
+	}
+	if c.ConfirmAfter <= 0 {
+		c.ConfirmAfter = 4
 	}
 	return c
 }
@@ -151,6 +167,7 @@ type ProbeSample struct {
 	N     int
 	Whole bool    // whole-segment throughput (ObserveWhole), else after slow start
 	Bps   float64 // bit/s
+	D     time.Duration
 }
 
 // maxHistory bounds the estimates an Estimator keeps (Decisions).
@@ -189,16 +206,21 @@ type Estimator struct {
 	cfg EstimatorConfig
 	now func() time.Time
 
-	mu      sync.Mutex
-	ph      phase
-	acc     map[int]*accum
-	whole   map[int]*accum // whole-segment throughput of the same probes
-	est     Estimate
-	hist    []Estimate // every estimate solved, oldest first (at most maxHistory)
-	probes  []ProbeSample
-	prevN   int // last N from a valid estimate, 0 if none
-	since   int // samples at the chosen N since the estimate
-	outside int // consecutive samples outside the tolerance
+	mu     sync.Mutex
+	ph     phase
+	acc    map[int]*accum
+	whole  map[int]*accum // whole-segment throughput of the same probes
+	est    Estimate
+	hist   []Estimate // every estimate solved, oldest first (at most maxHistory)
+	probes []ProbeSample
+	// lastWhole is the previous round's whole-segment probes, pooled with the
+	// current round's for the "one connection fills the link" decision.
+	lastWhole map[int]accum
+	oneFills  bool // N = 1 because one connection fills the link
+	confirm   int  // > 0: re-probe after this many samples (an ambiguous choice of N > 1)
+	prevN     int  // last N from a valid estimate, 0 if none
+	since     int  // samples at the chosen N since the estimate
+	outside   int  // consecutive samples outside the tolerance
 }
 
 // NewEstimator returns an estimator that starts by probing.
@@ -217,6 +239,9 @@ func NewEstimator(cfg EstimatorConfig) *Estimator {
 func (e *Estimator) Config() EstimatorConfig { return e.cfg }
 
 func (e *Estimator) reprobe(why string) {
+	if e.whole != nil && e.whole[1].n > 0 && e.whole[2].n > 0 {
+		e.lastWhole = map[int]accum{1: *e.whole[1], 2: *e.whole[2]}
+	}
 	e.ph = probing
 	e.acc = map[int]*accum{1: {}, 2: {}}
 	e.whole = map[int]*accum{1: {}, 2: {}}
@@ -284,7 +309,7 @@ func (e *Estimator) Observe(n int, bytes int64, d time.Duration) {
 		a.bytes += float64(bytes)
 		a.secs += d.Seconds()
 		a.n++
-		e.probes = append(e.probes, ProbeSample{N: n, Bps: float64(bytes) * 8 / d.Seconds()})
+		e.probes = append(e.probes, ProbeSample{N: n, Bps: float64(bytes) * 8 / d.Seconds(), D: d})
 		if e.acc[1].n >= e.cfg.ProbeSamples && e.acc[2].n >= e.cfg.ProbeSamples {
 			e.solve()
 		}
@@ -305,6 +330,10 @@ func (e *Estimator) Observe(n int, bytes int64, d time.Duration) {
 				e.reprobe(fmt.Sprintf("throughput with N=%d left the model (%.0f kbit/s measured, %.0f predicted): measuring again", n, x/1000, pred/1000))
 				return
 			}
+		}
+		if e.confirm > 0 && e.since >= e.confirm {
+			e.reprobe(fmt.Sprintf("N=%d was chosen from probes within the hysteresis band: measuring again to confirm", n))
+			return
 		}
 		if e.since >= e.cfg.ReprobeEvery {
 			e.reprobe("periodic re-estimate")
@@ -328,7 +357,20 @@ func (e *Estimator) ObserveWhole(n int, bytes int64, d time.Duration) {
 	a.bytes += float64(bytes)
 	a.secs += d.Seconds()
 	a.n++
-	e.probes = append(e.probes, ProbeSample{N: n, Whole: true, Bps: float64(bytes) * 8 / d.Seconds()})
+	e.probes = append(e.probes, ProbeSample{N: n, Whole: true, Bps: float64(bytes) * 8 / d.Seconds(), D: d})
+}
+
+// pooled is the whole-segment throughput at N = 1 and 2 of this round and the
+// previous one together (this round alone on the first). Callers hold e.mu.
+func (e *Estimator) pooled() (x1, x2 float64) {
+	a1, a2 := *e.whole[1], *e.whole[2]
+	if l, ok := e.lastWhole[1]; ok {
+		a1.bytes, a1.secs, a1.n = a1.bytes+l.bytes, a1.secs+l.secs, a1.n+l.n
+	}
+	if l, ok := e.lastWhole[2]; ok {
+		a2.bytes, a2.secs, a2.n = a2.bytes+l.bytes, a2.secs+l.secs, a2.n+l.n
+	}
+	return a1.rate(), a2.rate()
 }
 
 // solve turns the probes into an estimate. Callers hold e.mu.
@@ -346,18 +388,38 @@ func (e *Estimator) solve() {
 	// 80%). A fixed 5% was inside the noise of two probe segments each: under BBR
 	// the lab's whole-segment X2/X1 ranged 0.85–1.12, under CUBIC with 1% loss it is
 	// far above (docs/results/pars.md).
+	//
+	// One round (two probe segments each) is noisy: under BBR the lab's whole-segment
+	// X2/X1 ranged 0.76–1.29 around about 1.05 (slow start after idle favours two
+	// connections a little), under CUBIC 1.30–3.03. So the decision has hysteresis
+	// (docs/protocols/pars.md): N = 1 is kept while the last two rounds pooled stay
+	// within leave (OneFillsRatio(Share − Hysteresis), 1.25), entered when this
+	// round is within bar and the pooled rounds within leave; a choice of N > 1 from a
+	// round within leave is confirmed by a second round soon after.
 	bar := max(1+e.cfg.MinGain, OneFillsRatio(e.cfg.Share))
-	wholeNoGain := w1 > 0 && w2 > 0 && w2 <= bar*w1
+	leave := max(bar, OneFillsRatio(e.cfg.Share-e.cfg.Hysteresis))
+	p1, p2 := e.pooled()
+	round := w1 > 0 && w2 > 0
+	pooledIn := p1 > 0 && p2 > 0 && p2 <= leave*p1
+	stay := e.oneFills && pooledIn
+	enter := round && w2 <= bar*w1 && pooledIn
+	ambiguous := round && w2 <= leave*w1 && e.confirm == 0
+	e.oneFills, e.confirm = false, 0
 	switch {
-	case wholeNoGain:
+	case stay || enter:
 		est.Valid = err == nil
 		if est.Valid {
 			est.Capacity, est.Competing = c, m
 		}
 		est.Connections = 1
-		est.Reason = fmt.Sprintf("one connection already fills the link: whole segments came at %.0f kbit/s with two connections and %.0f kbit/s with one (×%.2f, at most ×%.2f: one connection reaches %.0f%% of the capacity they imply); using N=1",
-			w2/1000, w1/1000, w2/w1, bar, 100*e.cfg.Share)
-		e.prevN = 1
+		if stay {
+			est.Reason = fmt.Sprintf("one connection still fills the link: whole segments of the last two probes came at %.0f kbit/s with two connections and %.0f kbit/s with one (×%.2f, N=1 is left above ×%.2f: one connection under %.0f%% of the capacity they imply); this probe ×%.2f; using N=1",
+				p2/1000, p1/1000, p2/p1, leave, 100*(e.cfg.Share-e.cfg.Hysteresis), w2/w1)
+		} else {
+			est.Reason = fmt.Sprintf("one connection already fills the link: whole segments came at %.0f kbit/s with two connections and %.0f kbit/s with one (×%.2f, at most ×%.2f: one connection reaches %.0f%% of the capacity they imply); using N=1",
+				w2/1000, w1/1000, w2/w1, bar, 100*e.cfg.Share)
+		}
+		e.oneFills = true // not a model estimate: prevN stays the last one
 	case x2 <= (1+e.cfg.MinGain)*x1:
 		est.Valid = err == nil
 		if est.Valid {
@@ -369,7 +431,7 @@ func (e *Estimator) solve() {
 		if err != nil {
 			est.Reason += " (" + err.Error() + ")"
 		}
-		e.prevN = 1
+		e.oneFills = true // not a model estimate: prevN stays the last one
 	case err == nil:
 		est.Valid, est.Capacity, est.Competing = true, c, m
 		est.Connections = Choose(m, e.cfg.Share, e.cfg.Max)
@@ -386,6 +448,10 @@ func (e *Estimator) solve() {
 			est.Connections, from = e.prevN, "the last valid estimate"
 		}
 		est.Reason = fmt.Sprintf("model not usable (X1 %.0f, X2 %.0f kbit/s): %v; using N=%d from %s", x1/1000, x2/1000, err, est.Connections, from)
+	}
+	if est.Connections > 1 && ambiguous {
+		e.confirm = e.cfg.ConfirmAfter
+		est.Reason += fmt.Sprintf(" (whole segments ×%.2f, within ×%.2f: to be confirmed after %d segments)", w2/w1, leave, e.confirm)
 	}
 	est.Probes = e.probes
 	e.probes = nil
