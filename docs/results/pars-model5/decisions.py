@@ -22,3 +22,22 @@ for r in doc['runs']:
             print(f'  estimate {i + 1}: N={d["n"]} whole X2/X1 {rw} steady X2/X1 {rs} probes {" ".join(d["probes"] or [])}')
             print(f'     {d["reason"]}')
         print('  samples:', ' '.join(m.get(mode + '_samples') or []))
+
+# The table of docs/results/pars.md: per repetition the final N, the N of every
+# estimate, segments at N = 1, and the fixed-N throughput (kbit/s, completed).
+print('\n| rep | mode | final N | N per estimate | segments at N=1 | fixed N=1 / 2 / 4 kbit/s |')
+print('|---|---|---|---|---|---|')
+tot = {}
+for r in doc['runs']:
+    m = r['metrics']
+    for mode in modes:
+        seq = m.get(mode + '_sequence') or []
+        ns = [d['n'] for d in (m.get(mode + '_decisions') or [])]
+        t = tot.setdefault(mode, [0, 0, []])
+        t[0] += seq.count(1)
+        t[1] += len(seq)
+        t[2].append(m.get(mode + '_connections'))
+        print(f'| {r["rep"]} | {mode} | {m.get(mode + "_connections")} | {", ".join(map(str, ns))} | {seq.count(1)}/{len(seq)} | '
+              f'{m.get("agg_x1_kbps")} / {m.get("agg_x2_kbps")} / {m.get("agg_x4_kbps")} |')
+for mode, (one, n, finals) in tot.items():
+    print(f'\n{mode}: final N {finals}; segments at N=1 {one}/{n} = {100 * one / max(n, 1):.0f}%')

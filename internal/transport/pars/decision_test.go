@@ -54,35 +54,45 @@ func replay(t *testing.T, e *Estimator, tokens string) {
 func TestEstimatorReplaysLabBBR(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		alone  bool // the last round alone reproduces the lab's N > 1 (see replay)
+		alone  int // this line of record (a probe round) alone gives the lab's N > 1; -1: none (see replay)
 		record string
 	}{
-		{"pars-model5 bbr-a rep 1 (ended N=4)", true, `
+		{"pars-model5 bbr-a rep 1 (ended N=4)", 2, `
 			2w:7662 2s:10097 1w:7777 1s:8913 2w:8619 2s:10045 1w:8097 1s:9404
 			1:4665 1:5315
 			2w:8934 2s:11205 1w:6379 1s:7240 2w:8678 2s:9761 1w:8587 1s:9507`},
 		// Lab ×1.11 (just over 10/9, time-weighted), equal-weighted ×1.10.
-		{"pars-model5 bbr-a rep 3 (ended N=2)", false, `
+		{"pars-model5 bbr-a rep 3 (ended N=2)", -1, `
 			2w:7688 2s:10840 1w:8968 1s:11306 2w:8387 2s:10854 1w:8726 1s:9652
 			1:4875 1:4898
 			2w:8937 2s:10309 1w:6728 1s:7649 2w:7202 2s:8113 1w:8344 1s:8765
 			1:4210 1:5277
 			2w:8467 2s:11076 1w:6448 1s:7145 2w:7960 2w:7398 2s:7977 1w:7928 1s:8905`},
+		// After the pipeline fix and the hysteresis, one round ×1.30 (a probe segment
+		// at N = 1 at 5.9 Mbit/s) chose N = 8 from the model and kept it; now N = 8
+		// is confirmed after 4 segments (the model was valid), and the confirming
+		// round (replayed from rep 2 of the same run) gives N = 1.
+		{"pars-model5 bbr-b rep 1 (ended N=8)", 0, `
+			2w:8538@816 2s:10197@548 1w:7640@838 1s:8897@581 2w:8807@710 2s:11454@419 1w:5910@1050 1s:5322@784
+			8:8800 8:8800 8:8800 8:8800
+			2w:7550@923 2s:9299@583 1w:8409@762 1s:9649@505 2w:8357@748 2s:9656@434 1w:8930@695 1s:9645@437`},
 		// pars-model4 recorded only the last round's means (whole 7449/8409 ×1.13,
 		// after slow start 8660/10390 ×1.20); its first round chose N = 1 from whole
 		// segments, so at most ×1.11: replayed here at that bound.
-		{"pars-model4 bbr-c rep 3 (ended N=2)", true, `
+		{"pars-model4 bbr-c rep 3 (ended N=2)", 2, `
 			2w:8300 2s:10000 1w:7470 1s:9000 2w:8300 2s:10000 1w:7470 1s:9000
 			1:5091 1:5091
 			2w:8409.3 2s:10389.6 1w:7449.1 1s:8659.7 2w:8409.3 2s:10389.6 1w:7449.1 1s:8659.7`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			// The last round alone (the rule before) chooses N > 1, as in the lab.
-			rounds := strings.Split(strings.TrimSpace(tc.record), "\n")
-			alone := NewEstimator(EstimatorConfig{})
-			replay(t, alone, rounds[len(rounds)-1])
-			if n := alone.Current().Connections; tc.alone && (n == 1 || alone.Probing()) {
-				t.Errorf("the last round alone gives N=%d (%q): it should reproduce the lab's N > 1", n, alone.Current().Reason)
+			// The round that failed, alone (the rule before), chooses N > 1 as in the lab.
+			if tc.alone >= 0 {
+				rounds := strings.Split(strings.TrimSpace(tc.record), "\n")
+				alone := NewEstimator(EstimatorConfig{})
+				replay(t, alone, rounds[tc.alone])
+				if n := alone.Current().Connections; n == 1 || alone.Probing() {
+					t.Errorf("round %d alone gives N=%d (%q): it should reproduce the lab's N > 1", tc.alone+1, n, alone.Current().Reason)
+				}
 			}
 			e := NewEstimator(EstimatorConfig{})
 			replay(t, e, tc.record)
@@ -91,11 +101,17 @@ func TestEstimatorReplaysLabBBR(t *testing.T) {
 				t.Fatalf("%d estimates, want one per round", len(ds))
 			}
 			for i, d := range ds {
+				if i == 0 && tc.name == "pars-model5 bbr-b rep 1 (ended N=8)" {
+					if d.Connections != 8 || !strings.Contains(d.Reason, "to be confirmed after 4 segments") {
+						t.Errorf("estimate 1: N=%d (%q), want N=8 to be confirmed", d.Connections, d.Reason)
+					}
+					continue
+				}
 				if d.Connections != 1 || !strings.Contains(d.Reason, "fills the link") {
 					t.Errorf("estimate %d: N=%d (%q), want N=1 because one connection fills the link", i+1, d.Connections, d.Reason)
 				}
 			}
-			if last := ds[len(ds)-1]; !strings.Contains(last.Reason, "still fills the link") {
+			if last := ds[len(ds)-1]; !strings.Contains(last.Reason, "fills the link") {
 				t.Errorf("last estimate %q: want the pooled rounds' reason", last.Reason)
 			}
 		})
@@ -134,6 +150,9 @@ func TestEstimatorHysteresis(t *testing.T) {
 		{"CUBIC: ×1.22 in the band gives N=4 to confirm; ×1.6 confirms N=4",
 			round(3000, 3660, 3000, 6600) + at(4, 8000, 4) + round(2500, 4000, 3000, 6600),
 			EstimatorConfig{}, []int{4, 4}, "X2 ≥ 2·X1"},
+		{"CUBIC: steady ×1.3 (the model valid), whole ×1.6: N=4 to confirm; the confirming round keeps N=4 and is not confirmed again",
+			round(2500, 4000, 3000, 3900) + at(4, 4585, 4) + round(2500, 4000, 3000, 3900) + at(4, 4585, 29), // X_4 of C 5571, M 0.86
+			EstimatorConfig{}, []int{4, 4}, "C "},
 		{"CUBIC: a noisy round ×1.08 gives N=1; the next, ×1.9, leaves it",
 			round(3000, 3240, 3000, 3300) + at(1, 3000, 30) + round(2500, 4750, 2800, 6500),
 			EstimatorConfig{}, []int{1, 4}, "X2 ≥ 2·X1"},
