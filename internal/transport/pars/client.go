@@ -283,6 +283,9 @@ func (c *Client) Fetch(ctx context.Context, req player.SegmentRequest) (*player.
 			c.est.Observe(sample.N, sample.Bytes, sample.D)
 		}
 	}
+	if c.est != nil {
+		c.est.Fetched(sample.N)
+	}
 	if !req.KeepBody {
 		resp.Body = nil
 	}

@@ -10,14 +10,23 @@ import (
 // replay feeds e the lab's record of an auto run in decision order: probe samples as
 // results.json's decisions give them ("2w:8467@712" whole segment at N = 2 in 712
 // ms, "1s:7145" after slow start at N = 1, kbit/s) and samples at the chosen N
-// ("1:4875"), over one second where the record has no duration, as the client does
-// (ObserveWhole before Observe of a segment). Without durations a round's mean is of
+// ("1:4875"; "4:-" a segment without a sample), over one second where the record has
+// no duration, as the client does (ObserveWhole before Observe of a segment, Fetched
+// after every segment at the chosen N). Without durations a round's mean is of
 // the rates, the estimator's of the bytes over the time: a replay can differ from the
 // lab's ratio in the second decimal.
 func replay(t *testing.T, e *Estimator, tokens string) {
 	t.Helper()
 	for _, tok := range strings.Fields(tokens) {
 		head, v, ok := strings.Cut(tok, ":")
+		if v == "-" {
+			n, err := strconv.Atoi(head)
+			if err != nil {
+				t.Fatalf("bad token %q", tok)
+			}
+			e.Fetched(n)
+			continue
+		}
 		d := time.Second // older records have no duration
 		if v2, ms, has := strings.Cut(v, "@"); has {
 			n, err := strconv.Atoi(ms)
@@ -38,8 +47,11 @@ func replay(t *testing.T, e *Estimator, tokens string) {
 		switch {
 		case strings.HasSuffix(head, "w"):
 			e.ObserveWhole(n, bytes, d)
-		default: // "s" (a probe after slow start) or a sample at the chosen N
+		case strings.HasSuffix(head, "s"): // a probe after slow start
 			e.Observe(n, bytes, d)
+		default: // a segment at the chosen N and its sample
+			e.Observe(n, bytes, d)
+			e.Fetched(n)
 		}
 	}
 }
@@ -55,14 +67,15 @@ func TestEstimatorReplaysLabBBR(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		alone  int // this line of record (a probe round) alone gives the lab's N > 1; -1: none (see replay)
+		firstN int // > 1: the first estimate's N, to be confirmed
 		record string
 	}{
-		{"pars-model5 bbr-a rep 1 (ended N=4)", 2, `
+		{"pars-model5 bbr-a rep 1 (ended N=4)", 2, 0, `
 			2w:7662 2s:10097 1w:7777 1s:8913 2w:8619 2s:10045 1w:8097 1s:9404
 			1:4665 1:5315
 			2w:8934 2s:11205 1w:6379 1s:7240 2w:8678 2s:9761 1w:8587 1s:9507`},
 		// Lab ×1.11 (just over 10/9, time-weighted), equal-weighted ×1.10.
-		{"pars-model5 bbr-a rep 3 (ended N=2)", -1, `
+		{"pars-model5 bbr-a rep 3 (ended N=2)", -1, 0, `
 			2w:7688 2s:10840 1w:8968 1s:11306 2w:8387 2s:10854 1w:8726 1s:9652
 			1:4875 1:4898
 			2w:8937 2s:10309 1w:6728 1s:7649 2w:7202 2s:8113 1w:8344 1s:8765
@@ -72,14 +85,21 @@ func TestEstimatorReplaysLabBBR(t *testing.T) {
 		// at N = 1 at 5.9 Mbit/s) chose N = 8 from the model and kept it; now N = 8
 		// is confirmed after 4 segments (the model was valid), and the confirming
 		// round (replayed from rep 2 of the same run) gives N = 1.
-		{"pars-model5 bbr-b rep 1 (ended N=8)", 0, `
+		{"pars-model5 bbr-b rep 1 (ended N=8)", 0, 8, `
 			2w:8538@816 2s:10197@548 1w:7640@838 1s:8897@581 2w:8807@710 2s:11454@419 1w:5910@1050 1s:5322@784
 			8:8800 8:8800 8:8800 8:8800
 			2w:7550@923 2s:9299@583 1w:8409@762 1s:9649@505 2w:8357@748 2s:9656@434 1w:8930@695 1s:9645@437`},
+		// The confirmation counted samples: at N = 4, pipelined, 3 of 20 segments gave
+		// one, so it never came. Now it counts segments; the second round is
+		// replayed from rep 1 of the same run.
+		{"pars-model5 bbr-c rep 3 (ended N=4)", 0, 4, `
+			2w:8227@847 2s:9585@502 1w:5887@1088 1s:6482@826 2w:8134@769 2s:9652@444 1w:8295@748 1s:9234@487
+			4:10168 4:- 4:10398 4:-
+			2w:8597@811 2s:9835@537 1w:7922@809 1s:9246@535 2w:8553@731 2s:10434@411 1w:8229@754 1s:8616@488`},
 		// pars-model4 recorded only the last round's means (whole 7449/8409 ×1.13,
 		// after slow start 8660/10390 ×1.20); its first round chose N = 1 from whole
 		// segments, so at most ×1.11: replayed here at that bound.
-		{"pars-model4 bbr-c rep 3 (ended N=2)", 2, `
+		{"pars-model4 bbr-c rep 3 (ended N=2)", 2, 0, `
 			2w:8300 2s:10000 1w:7470 1s:9000 2w:8300 2s:10000 1w:7470 1s:9000
 			1:5091 1:5091
 			2w:8409.3 2s:10389.6 1w:7449.1 1s:8659.7 2w:8409.3 2s:10389.6 1w:7449.1 1s:8659.7`},
@@ -101,9 +121,9 @@ func TestEstimatorReplaysLabBBR(t *testing.T) {
 				t.Fatalf("%d estimates, want one per round", len(ds))
 			}
 			for i, d := range ds {
-				if i == 0 && tc.name == "pars-model5 bbr-b rep 1 (ended N=8)" {
-					if d.Connections != 8 || !strings.Contains(d.Reason, "to be confirmed after 4 segments") {
-						t.Errorf("estimate 1: N=%d (%q), want N=8 to be confirmed", d.Connections, d.Reason)
+				if i == 0 && tc.firstN > 1 {
+					if d.Connections != tc.firstN || !strings.Contains(d.Reason, "to be confirmed after 4 segments") {
+						t.Errorf("estimate 1: N=%d (%q), want N=%d to be confirmed", d.Connections, d.Reason, tc.firstN)
 					}
 					continue
 				}

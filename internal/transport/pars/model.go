@@ -107,7 +107,7 @@ type EstimatorConfig struct {
 	// from a round whose whole-segment X2/X1 was within that band is checked by a
 	// second round after ConfirmAfter segments (0.2).
 	Hysteresis float64
-	// ConfirmAfter is how many samples at the chosen N come before that second
+	// ConfirmAfter is how many segments at the chosen N come before that second
 	// round (4).
 	ConfirmAfter int
 }
@@ -217,7 +217,8 @@ type Estimator struct {
 	// current round's for the "one connection fills the link" decision.
 	lastWhole map[int]accum
 	oneFills  bool // N = 1 because one connection fills the link
-	confirm   int  // > 0: re-probe after this many samples (an ambiguous choice of N > 1)
+	confirm   int  // > 0: re-probe after this many segments (a choice of N > 1 that may be noise)
+	segs      int  // segments fetched at the chosen N since the estimate
 	prevN     int  // last N from a valid estimate, 0 if none
 	since     int  // samples at the chosen N since the estimate
 	outside   int  // consecutive samples outside the tolerance
@@ -246,7 +247,7 @@ func (e *Estimator) reprobe(why string) {
 	e.acc = map[int]*accum{1: {}, 2: {}}
 	e.whole = map[int]*accum{1: {}, 2: {}}
 	e.probes = nil
-	e.since, e.outside = 0, 0
+	e.since, e.outside, e.segs = 0, 0, 0
 	e.est.Reason = why
 }
 
@@ -331,13 +332,24 @@ func (e *Estimator) Observe(n int, bytes int64, d time.Duration) {
 				return
 			}
 		}
-		if e.confirm > 0 && e.since >= e.confirm {
-			e.reprobe(fmt.Sprintf("N=%d was chosen from probes within the hysteresis band: measuring again to confirm", n))
-			return
-		}
 		if e.since >= e.cfg.ReprobeEvery {
 			e.reprobe("periodic re-estimate")
 		}
+	}
+}
+
+// Fetched counts a segment fetched with n connections, with or without a sample:
+// pipelined segments at N > 1 often give none (a connection's window after slow
+// start is too short), so the confirmation of a choice counts segments, not samples.
+func (e *Estimator) Fetched(n int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.ph != running || n != e.est.Connections {
+		return
+	}
+	e.segs++
+	if e.confirm > 0 && e.segs >= e.confirm {
+		e.reprobe(fmt.Sprintf("N=%d was chosen from one probe round that may be noise: measuring again to confirm", n))
 	}
 }
 
@@ -469,5 +481,5 @@ func (e *Estimator) solve() {
 	}
 	e.hist = append(e.hist, est)
 	e.ph = running
-	e.since, e.outside = 0, 0
+	e.since, e.outside, e.segs = 0, 0, 0
 }
