@@ -196,24 +196,69 @@ func ariaCell(ctx context.Context, l *lab, urls []string, sizes []int64, count, 
 	return m, nil
 }
 
-// autoRun lets ParS choose N with the model for budget and returns its last estimate
-// and the N of every segment. wholeSegment selects whole-segment throughput samples.
-func autoRun(ctx context.Context, l *lab, urls []string, nums []uint64, budget time.Duration, wholeSegment bool) (pars.Estimate, []int, error) {
+// autoResult is what one auto run did: its last estimate, the N of every segment,
+// every estimate on the way and the client's throughput samples.
+type autoResult struct {
+	est       pars.Estimate
+	ns        []int
+	decisions []pars.Estimate
+	samples   []pars.Sample
+}
+
+// autoRun lets ParS choose N with the model for budget. wholeSegment selects
+// whole-segment throughput samples.
+func autoRun(ctx context.Context, l *lab, urls []string, nums []uint64, budget time.Duration, wholeSegment bool) (autoResult, error) {
 	c, err := pars.New(pars.Options{Auto: true, WholeSegmentSamples: wholeSegment, ConnOptions: pars.ConnOptions{DialContext: l.dial}})
 	if err != nil {
-		return pars.Estimate{}, nil, err
+		return autoResult{}, err
 	}
 	defer c.Close()
-	var ns []int
+	var r autoResult
 	start := time.Now()
 	for i := 0; time.Since(start) < budget; i++ {
 		if _, err := c.Fetch(ctx, player.SegmentRequest{Kind: player.RequestMedia, URL: urls[i%len(urls)], Number: nums[i%len(nums)]}); err != nil {
-			return pars.Estimate{}, ns, err
+			return r, err
 		}
-		ns = append(ns, c.Connections())
+		r.ns = append(r.ns, c.Connections())
 	}
-	est, _ := c.Estimate()
-	return est, ns, nil
+	r.est, _ = c.Estimate()
+	r.decisions = c.Decisions()
+	r.samples = c.Stats().Samples
+	return r, nil
+}
+
+// decisionRows is the estimator's history for results.json: per estimate the N, why,
+// and the probe samples as "2w:8467@712" (N, w: whole segment or s: after slow
+// start, kbit/s, @ its duration in ms).
+func decisionRows(ds []pars.Estimate) []map[string]any {
+	var rows []map[string]any
+	for _, d := range ds {
+		var probes []string
+		for _, p := range d.Probes {
+			kind := "s"
+			if p.Whole {
+				kind = "w"
+			}
+			probes = append(probes, fmt.Sprintf("%d%s:%.0f@%d", p.N, kind, p.Bps/1000, p.D.Milliseconds()))
+		}
+		rows = append(rows, map[string]any{"n": d.Connections, "reason": d.Reason, "probes": probes,
+			"x1_kbps": round(d.X1/1000, 1), "x2_kbps": round(d.X2/1000, 1),
+			"whole_x1_kbps": round(d.WholeX1/1000, 1), "whole_x2_kbps": round(d.WholeX2/1000, 1)})
+	}
+	return rows
+}
+
+// sampleRows is the client's samples as "N:kbit/s" ("m" marks a mixed one).
+func sampleRows(ss []pars.Sample) []string {
+	var out []string
+	for _, s := range ss {
+		m := ""
+		if s.Mixed {
+			m = "m"
+		}
+		out = append(out, fmt.Sprintf("%d%s:%.0f", s.N, m, s.Bps/1000))
+	}
+	return out
 }
 
 // throughputAndModel runs the throughput cells (ParS and aria2c) and the model per
@@ -372,13 +417,16 @@ func throughputAndModel(ctx context.Context, l *lab, o options, meta func(string
 			mm := modelMetrics(c, measured, whole, o.conns)
 			if o.parts["model"] {
 				for _, mode := range []string{"auto", "autoseg"} {
-					est, ns, err := autoRun(ctx, l, urls, nums, o.autoBudget, mode == "autoseg")
+					ar, err := autoRun(ctx, l, urls, nums, o.autoBudget, mode == "autoseg")
 					if err != nil {
 						mm[mode+"_error"] = err.Error()
 						continue
 					}
+					est := ar.est
 					mm[mode+"_connections"] = est.Connections
-					mm[mode+"_sequence"] = ns
+					mm[mode+"_sequence"] = ar.ns
+					mm[mode+"_decisions"] = decisionRows(ar.decisions)
+					mm[mode+"_samples"] = sampleRows(ar.samples)
 					mm[mode+"_note"] = est.Reason
 					// The probes the decision came from: X1, X2 as the mode samples them, and
 					// as whole-segment throughput (the "one connection fills the link" check).

@@ -191,6 +191,14 @@ func (c *Client) Estimate() (Estimate, bool) {
 	return c.est.Current(), true
 }
 
+// Decisions returns the estimator's estimates so far, oldest first (Auto), or nil.
+func (c *Client) Decisions() []Estimate {
+	if c.est == nil {
+		return nil
+	}
+	return c.est.Decisions()
+}
+
 // Connections is the N used for the last segment (the fixed N before any).
 func (c *Client) Connections() int {
 	if n := c.lastN.Load(); n > 0 {
@@ -274,6 +282,9 @@ func (c *Client) Fetch(ctx context.Context, req player.SegmentRequest) (*player.
 		if c.est != nil && !sample.Mixed {
 			c.est.Observe(sample.N, sample.Bytes, sample.D)
 		}
+	}
+	if c.est != nil {
+		c.est.Fetched(sample.N)
 	}
 	if !req.KeepBody {
 		resp.Body = nil

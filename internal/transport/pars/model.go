@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 )
@@ -99,6 +100,16 @@ type EstimatorConfig struct {
 	// For the whole-segment probes the bar is the larger of this and
 	// OneFillsRatio(Share).
 	MinGain float64
+	// Hysteresis: once one connection was found to fill the link, N = 1 is left
+	// only when the whole-segment probes of the last two rounds together say one
+	// connection reaches less than Share − Hysteresis of C (X2/X1 above
+	// OneFillsRatio(Share − Hysteresis), 1.25 at the defaults); and a choice of N > 1
+	// from a round whose whole-segment X2/X1 was within that band is checked by a
+	// second round after ConfirmAfter segments (0.2).
+	Hysteresis float64
+	// ConfirmAfter is how many segments at the chosen N come before that second
+	// round (4).
+	ConfirmAfter int
 }
 
 func (c EstimatorConfig) withDefaults() EstimatorConfig {
@@ -124,6 +135,12 @@ func (c EstimatorConfig) withDefaults() EstimatorConfig {
 	if c.MinGain <= 0 {
 		c.MinGain = 0.05
 	}
+	if c.Hysteresis <= 0 || c.Hysteresis >= c.Share {
+		c.Hysteresis = min(0.2, c.Share/2)
+	}
+	if c.ConfirmAfter <= 0 {
+		c.ConfirmAfter = 4
+	}
 	return c
 }
 
@@ -141,7 +158,20 @@ type Estimate struct {
 	Reason           string  // how N was chosen, or why the model could not be used
 	Estimates        int     // how many times X1 and X2 were measured
 	At               time.Time
+	// Probes are the samples this estimate was solved from, in the order they came.
+	Probes []ProbeSample
 }
+
+// ProbeSample is one probe segment's throughput as the estimator took it.
+type ProbeSample struct {
+	N     int
+	Whole bool    // whole-segment throughput (ObserveWhole), else after slow start
+	Bps   float64 // bit/s
+	D     time.Duration
+}
+
+// maxHistory bounds the estimates an Estimator keeps (Decisions).
+const maxHistory = 64
 
 type phase int
 
@@ -176,14 +206,22 @@ type Estimator struct {
 	cfg EstimatorConfig
 	now func() time.Time
 
-	mu      sync.Mutex
-	ph      phase
-	acc     map[int]*accum
-	whole   map[int]*accum // whole-segment throughput of the same probes
-	est     Estimate
-	prevN   int // last N from a valid estimate, 0 if none
-	since   int // samples at the chosen N since the estimate
-	outside int // consecutive samples outside the tolerance
+	mu     sync.Mutex
+	ph     phase
+	acc    map[int]*accum
+	whole  map[int]*accum // whole-segment throughput of the same probes
+	est    Estimate
+	hist   []Estimate // every estimate solved, oldest first (at most maxHistory)
+	probes []ProbeSample
+	// lastWhole is the previous round's whole-segment probes, pooled with the
+	// current round's for the "one connection fills the link" decision.
+	lastWhole map[int]accum
+	oneFills  bool // N = 1 because one connection fills the link
+	confirm   int  // > 0: re-probe after this many segments (a choice of N > 1 that may be noise)
+	segs      int  // segments fetched at the chosen N since the estimate
+	prevN     int  // last N from a valid estimate, 0 if none
+	since     int  // samples at the chosen N since the estimate
+	outside   int  // consecutive samples outside the tolerance
 }
 
 // NewEstimator returns an estimator that starts by probing.
@@ -202,10 +240,14 @@ func NewEstimator(cfg EstimatorConfig) *Estimator {
 func (e *Estimator) Config() EstimatorConfig { return e.cfg }
 
 func (e *Estimator) reprobe(why string) {
+	if e.whole != nil && e.whole[1].n > 0 && e.whole[2].n > 0 {
+		e.lastWhole = map[int]accum{1: *e.whole[1], 2: *e.whole[2]}
+	}
 	e.ph = probing
 	e.acc = map[int]*accum{1: {}, 2: {}}
 	e.whole = map[int]*accum{1: {}, 2: {}}
-	e.since, e.outside = 0, 0
+	e.probes = nil
+	e.since, e.outside, e.segs = 0, 0, 0
 	e.est.Reason = why
 }
 
@@ -243,6 +285,14 @@ func (e *Estimator) Current() Estimate {
 	return e.est
 }
 
+// Decisions returns every estimate solved so far, oldest first (the last
+// maxHistory): the lab records them to show how a run's N came about.
+func (e *Estimator) Decisions() []Estimate {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.hist)
+}
+
 // Observe adds a throughput sample: bytes received in d with n connections, measured
 // after slow start. Samples at an N the estimator did not ask for are ignored.
 func (e *Estimator) Observe(n int, bytes int64, d time.Duration) {
@@ -260,6 +310,7 @@ func (e *Estimator) Observe(n int, bytes int64, d time.Duration) {
 		a.bytes += float64(bytes)
 		a.secs += d.Seconds()
 		a.n++
+		e.probes = append(e.probes, ProbeSample{N: n, Bps: float64(bytes) * 8 / d.Seconds(), D: d})
 		if e.acc[1].n >= e.cfg.ProbeSamples && e.acc[2].n >= e.cfg.ProbeSamples {
 			e.solve()
 		}
@@ -287,6 +338,21 @@ func (e *Estimator) Observe(n int, bytes int64, d time.Duration) {
 	}
 }
 
+// Fetched counts a segment fetched with n connections, with or without a sample:
+// pipelined segments at N > 1 often give none (a connection's window after slow
+// start is too short), so the confirmation of a choice counts segments, not samples.
+func (e *Estimator) Fetched(n int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.ph != running || n != e.est.Connections {
+		return
+	}
+	e.segs++
+	if e.confirm > 0 && e.segs >= e.confirm {
+		e.reprobe(fmt.Sprintf("N=%d was chosen from one probe round that may be noise: measuring again to confirm", n))
+	}
+}
+
 // ObserveWhole adds a probe segment's whole-segment throughput (bytes over its
 // request-to-last-byte time d with n connections). Call it before Observe for the
 // same segment. Outside probing, or at an N the probe is not at, it is ignored.
@@ -303,6 +369,20 @@ func (e *Estimator) ObserveWhole(n int, bytes int64, d time.Duration) {
 	a.bytes += float64(bytes)
 	a.secs += d.Seconds()
 	a.n++
+	e.probes = append(e.probes, ProbeSample{N: n, Whole: true, Bps: float64(bytes) * 8 / d.Seconds(), D: d})
+}
+
+// pooled is the whole-segment throughput at N = 1 and 2 of this round and the
+// previous one together (this round alone on the first). Callers hold e.mu.
+func (e *Estimator) pooled() (x1, x2 float64) {
+	a1, a2 := *e.whole[1], *e.whole[2]
+	if l, ok := e.lastWhole[1]; ok {
+		a1.bytes, a1.secs, a1.n = a1.bytes+l.bytes, a1.secs+l.secs, a1.n+l.n
+	}
+	if l, ok := e.lastWhole[2]; ok {
+		a2.bytes, a2.secs, a2.n = a2.bytes+l.bytes, a2.secs+l.secs, a2.n+l.n
+	}
+	return a1.rate(), a2.rate()
 }
 
 // solve turns the probes into an estimate. Callers hold e.mu.
@@ -320,18 +400,42 @@ func (e *Estimator) solve() {
 	// 80%). A fixed 5% was inside the noise of two probe segments each: under BBR
 	// the lab's whole-segment X2/X1 ranged 0.85–1.12, under CUBIC with 1% loss it is
 	// far above (docs/results/pars.md).
+	//
+	// One round (two probe segments each) is noisy: under BBR the lab's whole-segment
+	// X2/X1 ranged 0.76–1.29 around about 1.05 (slow start after idle favours two
+	// connections a little), under CUBIC 1.30–3.03. So the decision has hysteresis
+	// (docs/protocols/pars.md): N = 1 is kept while the last two rounds pooled stay
+	// within leave (OneFillsRatio(Share − Hysteresis), 1.25), entered when this
+	// round is within bar and the pooled rounds within leave; a choice of N > 1 is
+	// confirmed by a second round soon after when it may be noise (below).
 	bar := max(1+e.cfg.MinGain, OneFillsRatio(e.cfg.Share))
-	wholeNoGain := w1 > 0 && w2 > 0 && w2 <= bar*w1
+	leave := max(bar, OneFillsRatio(e.cfg.Share-e.cfg.Hysteresis))
+	p1, p2 := e.pooled()
+	round := w1 > 0 && w2 > 0
+	pooledIn := p1 > 0 && p2 > 0 && p2 <= leave*p1
+	stay := e.oneFills && pooledIn
+	enter := round && w2 <= bar*w1 && pooledIn
+	// A choice of N > 1 is confirmed by a second round when this one was within the
+	// band, or when the model was valid (X1 < X2 < 2·X1 after slow start): where
+	// BBR's rounds fell every time (×0.98–1.57), and CUBIC's with 1% loss almost never
+	// (X2 ≥ 2·X1 in 13 of 13 auto runs), so it costs CUBIC about nothing.
+	ambiguous := round && e.confirm == 0 && (w2 <= leave*w1 || err == nil)
+	e.oneFills, e.confirm = false, 0
 	switch {
-	case wholeNoGain:
+	case stay || enter:
 		est.Valid = err == nil
 		if est.Valid {
 			est.Capacity, est.Competing = c, m
 		}
 		est.Connections = 1
-		est.Reason = fmt.Sprintf("one connection already fills the link: whole segments came at %.0f kbit/s with two connections and %.0f kbit/s with one (×%.2f, at most ×%.2f: one connection reaches %.0f%% of the capacity they imply); using N=1",
-			w2/1000, w1/1000, w2/w1, bar, 100*e.cfg.Share)
-		e.prevN = 1
+		if stay {
+			est.Reason = fmt.Sprintf("one connection still fills the link: whole segments of the last two probes came at %.0f kbit/s with two connections and %.0f kbit/s with one (×%.2f, N=1 is left above ×%.2f: one connection under %.0f%% of the capacity they imply); this probe ×%.2f; using N=1",
+				p2/1000, p1/1000, p2/p1, leave, 100*(e.cfg.Share-e.cfg.Hysteresis), w2/w1)
+		} else {
+			est.Reason = fmt.Sprintf("one connection already fills the link: whole segments came at %.0f kbit/s with two connections and %.0f kbit/s with one (×%.2f, at most ×%.2f: one connection reaches %.0f%% of the capacity they imply); using N=1",
+				w2/1000, w1/1000, w2/w1, bar, 100*e.cfg.Share)
+		}
+		e.oneFills = true // not a model estimate: prevN stays the last one
 	case x2 <= (1+e.cfg.MinGain)*x1:
 		est.Valid = err == nil
 		if est.Valid {
@@ -343,7 +447,7 @@ func (e *Estimator) solve() {
 		if err != nil {
 			est.Reason += " (" + err.Error() + ")"
 		}
-		e.prevN = 1
+		e.oneFills = true // not a model estimate: prevN stays the last one
 	case err == nil:
 		est.Valid, est.Capacity, est.Competing = true, c, m
 		est.Connections = Choose(m, e.cfg.Share, e.cfg.Max)
@@ -361,7 +465,21 @@ func (e *Estimator) solve() {
 		}
 		est.Reason = fmt.Sprintf("model not usable (X1 %.0f, X2 %.0f kbit/s): %v; using N=%d from %s", x1/1000, x2/1000, err, est.Connections, from)
 	}
+	if est.Connections > 1 && ambiguous {
+		e.confirm = e.cfg.ConfirmAfter
+		why := fmt.Sprintf("within ×%.2f", leave)
+		if w2 > leave*w1 {
+			why = "the model valid"
+		}
+		est.Reason += fmt.Sprintf(" (whole segments ×%.2f, %s: to be confirmed after %d segments)", w2/w1, why, e.confirm)
+	}
+	est.Probes = e.probes
+	e.probes = nil
 	e.est = est
+	if len(e.hist) == maxHistory {
+		e.hist = slices.Delete(e.hist, 0, 1)
+	}
+	e.hist = append(e.hist, est)
 	e.ph = running
-	e.since, e.outside = 0, 0
+	e.since, e.outside, e.segs = 0, 0, 0
 }

@@ -320,6 +320,36 @@ func (ch *chain) schedule(j *segJob, ahead []*segJob, n int) {
 	jobs = append(jobs, ahead...)
 	ch.jobs = jobs
 	ch.want = n
+	ch.shed()
+	ch.start(n)
+}
+
+// shed gives idle connections beyond want back to the pool: when N drops (the
+// estimator chose fewer), the chain must not keep fetching consecutive segments on
+// the connections of the larger N. Busy ones go when their request ends (work).
+// Callers hold c.mu.
+func (ch *chain) shed() {
+	for i := len(ch.idle) - 1; i >= 0 && ch.owned > ch.want; i-- {
+		if i >= len(ch.idle) { // release removed entries after i
+			continue
+		}
+		if l := ch.idle[i]; ch.busy[l] == 0 {
+			ch.release(l)
+		}
+	}
+}
+
+// release gives lane l, idle, back to the pool. Callers hold c.mu.
+func (ch *chain) release(l *lane) {
+	ch.idle = slices.DeleteFunc(ch.idle, func(x *lane) bool { return x == l }) // once per free stream
+	delete(ch.busy, l)
+	ch.owned--
+	ch.c.pool.put([]*lane{l})
+}
+
+// start puts idle or new connections to work on the units not started, up to n
+// connections. Callers hold c.mu.
+func (ch *chain) start(n int) {
 	todo := 0
 	for _, x := range ch.jobs {
 		todo += x.units() - x.next
@@ -371,6 +401,15 @@ func (ch *chain) work(l *lane) {
 	c := ch.c
 	for {
 		c.mu.Lock()
+		if ch.owned > ch.want && ch.busy[l] == 1 && !ch.retired {
+			// N dropped while this connection worked: it goes back (nothing is
+			// pipelined behind on it), and the others, up to want, take the rest.
+			ch.busy[l] = 0
+			ch.release(l)
+			ch.start(ch.want)
+			c.mu.Unlock()
+			return
+		}
 		var j *segJob
 		i := 0
 		for _, x := range ch.jobs {
@@ -403,10 +442,8 @@ func (ch *chain) work(l *lane) {
 					ch.owned--
 					c.pool.put([]*lane{l})
 				}
-			case c.opts.Streams == 1 && ch.owned > ch.want:
-				delete(ch.busy, l)
-				ch.owned--
-				c.pool.put([]*lane{l})
+			case ch.busy[l] == 0 && ch.owned > ch.want:
+				ch.release(l)
 			default:
 				ch.idle = append(ch.idle, l)
 			}
@@ -460,7 +497,7 @@ func (ch *chain) near(l *lane) func(rest time.Duration) {
 		c := ch.c
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if ch.retired || ch.busy[l] != 1 || !ch.hasWork() {
+		if ch.retired || ch.busy[l] != 1 || !ch.hasWork() || ch.owned > ch.want {
 			return // asked again at the next arrival: work may come (the player's next request)
 		}
 		asked = true

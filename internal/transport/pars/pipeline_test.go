@@ -9,6 +9,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -285,6 +286,60 @@ func TestNoFetchAheadWhileProbing(t *testing.T) {
 	for _, r := range mediaRequests(o) {
 		if r.path == "/vod/a/v/6.m4s" {
 			t.Errorf("segment 6 requested")
+		}
+	}
+}
+
+// TestPipelineFewerConnections: when N drops (the estimator chose N = 1 after a probe
+// at N = 2), the chain gives its surplus connection back: the segments fetched with
+// N = 1 never run on two connections at once. Before, a pipelined chain (two requests
+// per HTTP/1.1 connection) kept both connections busy with consecutive segments, so
+// "N = 1" moved two segments at once and each one's sample was about half the link
+// (the lab's BBR runs: 4.7 and 5.3 Mbit/s at N = 1 on a link one connection fills).
+func TestPipelineFewerConnections(t *testing.T) {
+	sizes := make([]int, 12)
+	for i := range sizes {
+		sizes[i] = 200_000
+	}
+	o, s := newTestOrigin(t, sizes...)
+	o.index = true // sizes known: segments are fetched ahead
+	var mu sync.Mutex
+	var units []UnitTrace
+	c := pipelinedClient(t, 2, 2, func(o *Options) {
+		o.Trace = func(u UnitTrace) { mu.Lock(); units = append(units, u); mu.Unlock() }
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := 1; i <= len(sizes); i++ {
+		n := 2
+		if i >= 3 {
+			n = 1
+		}
+		req := player.SegmentRequest{Kind: player.RequestMedia, URL: fmt.Sprintf("%s/vod/a/v/%d.m4s", s.URL, i), Number: uint64(i)}
+		if _, _, ok, err := c.fetchPipelined(ctx, req, n); !ok || err != nil {
+			t.Fatalf("segment %d: pipelined %v, %v", i, ok, err)
+		}
+	}
+	c.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	// Segments 3 and 4 were fetched ahead with N = 2; from 5 on every job has N = 1.
+	var one []UnitTrace
+	for _, u := range units {
+		if u.Segment >= 5 && !u.Err {
+			one = append(one, u)
+		}
+	}
+	if len(one) < len(sizes)-4 {
+		t.Fatalf("%d units of segments 5..%d traced: %+v", len(one), len(sizes), one)
+	}
+	for i, a := range one {
+		for _, b := range one[i+1:] {
+			if a.Lane != b.Lane && a.Picked.Before(b.Done) && b.Picked.Before(a.Done) {
+				t.Errorf("N = 1, yet segment %d (connection %d, %v–%v) and segment %d (connection %d, %v–%v) ran at once",
+					a.Segment, a.Lane, a.Picked.Format("15:04:05.000000"), a.Done.Format("15:04:05.000000"),
+					b.Segment, b.Lane, b.Picked.Format("15:04:05.000000"), b.Done.Format("15:04:05.000000"))
+			}
 		}
 	}
 }
