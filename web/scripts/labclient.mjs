@@ -340,6 +340,8 @@ async function main() {
       report.latency_ms = null;
     }
     if (s.push) report.push = s.push;
+    // hls.js on LL-HLS: its part-abandon rule and the page's guard (hls-abandon.ts).
+    if (s.hlsAbandon) report.hls_abandon = s.hlsAbandon;
     if (s.serverTrack != null) report.server_track = s.serverTrack;
     report.machine = {
       cores: cpus().length,

@@ -6,6 +6,7 @@
 // are counted apart as short waits, since no viewer sees them.
 
 import type { PlayerAdapter, PlayerKind, PushCounters } from './players';
+import type { AbandonCounters } from './players/hls-abandon';
 
 /** A wait for data shorter than this is not a stall: about 2–3 frames at 25 fps. */
 export const STALL_MIN_MS = 100;
@@ -59,6 +60,9 @@ export interface Stats {
   serverEstimateBps: number | null;
   /** WebSocket push only (else null): what the session received, counted per message. */
   push: PushCounters | null;
+  /** hls.js on LL-HLS only (else null): its emergency abandon rule and the page's part
+   * guard (players/hls-abandon.ts): the mode, checks held and judged, aborts. */
+  hlsAbandon: AbandonCounters | null;
 }
 
 export function emptyStats(): Stats {
@@ -68,6 +72,7 @@ export function emptyStats(): Stats {
     targetLatencyS: null, requests: 0, bytes: 0, droppedFrames: 0, totalFrames: 0,
     currentTime: 0, playing: false, error: null, warnings: 0, lastWarning: null,
     serverTrack: null, serverReason: null, serverEstimateBps: null, push: null,
+    hlsAbandon: null,
   };
 }
 
@@ -215,6 +220,7 @@ export class QoeRecorder {
       serverReason: choice ? choice.reason : null,
       serverEstimateBps: choice?.estimateBps ?? null,
       push: this.adapter.pushCounters?.() ?? null,
+      hlsAbandon: this.adapter.abandonCounters?.() ?? null,
     };
   }
 

@@ -104,15 +104,19 @@ func (s *Scenario) pageURL(server string, cell Cell) (string, error) {
 	if bp.HLSProto != "" {
 		q.Set("hlsproto", bp.HLSProto)
 	}
-	extra, err := url.ParseQuery(s.Play.PageQuery)
-	if err != nil {
-		return "", fmt.Errorf("play.page_query %q: %w", s.Play.PageQuery, err)
-	}
-	for k, v := range extra {
-		if q.Has(k) {
-			return "", fmt.Errorf("play.page_query %q: %s is set by the lab", s.Play.PageQuery, k)
+	// play.page_query for every cell, then the cell's page_query (a matrix parameter,
+	// so arms of one page setting alternate within one run).
+	for _, pq := range []string{s.Play.PageQuery, cell["page_query"]} {
+		extra, err := url.ParseQuery(pq)
+		if err != nil {
+			return "", fmt.Errorf("page_query %q: %w", pq, err)
 		}
-		q[k] = v
+		for k, v := range extra {
+			if q.Has(k) {
+				return "", fmt.Errorf("page_query %q: %s is set already", pq, k)
+			}
+			q[k] = v
+		}
 	}
 	return origin + "/?" + q.Encode(), nil
 }

@@ -76,6 +76,17 @@ func TestPageURL(t *testing.T) {
 			t.Errorf("page_query %q: %q, want an error", bad, got)
 		}
 	}
+	// A cell's page_query (matrix parameter) adds to the scenario's; neither may set
+	// what the other or the lab sets.
+	s.Play.PageQuery = "hlsdebug=abr"
+	if got, err := s.pageURL("10.0.0.1", Cell{"transport": "hls", "page_query": "hlsabandon=hlsjs"}); err != nil || got != "http://10.0.0.1:8080/?hlsabandon=hlsjs&hlsdebug=abr&hlsproto=http1&live=1&player=hlsjs&stream=live-seg-2s" {
+		t.Errorf("cell page_query: %q %v", got, err)
+	}
+	for _, bad := range []string{"hlsdebug=off", "player=dashjs", "a=%zz"} {
+		if got, err := s.pageURL("10.0.0.1", Cell{"transport": "hls", "page_query": bad}); err == nil {
+			t.Errorf("cell page_query %q: %q, want an error", bad, got)
+		}
+	}
 	s.Play.PageQuery = ""
 	// On demand, by segment duration: the asset itself.
 	vod := &Scenario{Name: "v", Content: Content{Synthetic: "91s", KeepDuration: true}, Play: Play{Client: ClientBrowser},
@@ -113,6 +124,15 @@ func TestBrowserScenarioValidate(t *testing.T) {
 	s.Matrix = Matrix{{Name: "abr", Values: []string{"bba"}}}
 	if err := s.Validate(); err == nil {
 		t.Error("browser with an abr matrix: no error")
+	}
+	s = base()
+	s.Matrix = Matrix{{Name: "page_query", Values: []string{"hlsabandon=part", "hlsabandon=hlsjs"}}}
+	if err := s.Validate(); err != nil {
+		t.Errorf("browser with a page_query matrix: %v", err)
+	}
+	s.Play.Client = ClientHeadless
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "page_query") {
+		t.Errorf("headless with a page_query matrix: %v", err)
 	}
 }
 

@@ -169,10 +169,14 @@ func Execute(ctx context.Context, s *Scenario, opts Options) (*Results, error) {
 				return res, err
 			}
 			tcp0 := tcpCounters(nw, serverHost(nw))
+			link0 := nw.Stats()
 			r := runPlayer(ctx, nw, s, cell, opts)
 			r.Key, r.Cell, r.Rep = key, cell, rep
 			if d := counterDelta(tcp0, tcpCounters(nw, serverHost(nw))); d != nil && r.Metrics != nil {
 				r.Metrics["server_tcp"] = d // how the origin's sockets recovered losses
+			}
+			if l := linkRuns(link0, nw.Stats()); l != nil && r.Metrics != nil {
+				r.Metrics["link"] = l // the emulator's own drops and lateness in this run
 			}
 			if r.Error != "" {
 				opts.Log.Warn("run failed", "cell", key, "rep", rep, "err", r.Error)

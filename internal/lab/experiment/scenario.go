@@ -146,6 +146,7 @@ var knownParams = map[string]string{
 	"rate":             "link rate in each direction (e.g. 2mbit)",
 	"abr":              "the player's ABR rule",
 	"connections":      "the player's --connections (pars: N or auto; parallel: N)",
+	"page_query":       "more query parameters of the player page (browser clients; added to play.page_query)",
 }
 
 // LoadScenario reads and checks a scenario file.
@@ -202,6 +203,9 @@ func (s *Scenario) Validate() error {
 	}
 	if s.Play.Client == ClientBrowser && (s.Play.ABR != "" || len(s.Play.Args) > 0 || seen["abr"] || seen["connections"]) {
 		return fmt.Errorf("play.client browser: abr, connections and args are the headless player's; the browser's players choose renditions themselves")
+	}
+	if seen["page_query"] && s.Play.Client != ClientBrowser {
+		return fmt.Errorf("matrix: page_query is the player page's (play.client: browser)")
 	}
 	if s.Content.KeepDuration && s.Play.Live {
 		return fmt.Errorf("content.keep_duration cannot be combined with play.live: a live channel loops its content")

@@ -1,4 +1,5 @@
 import Hls, { type ErrorData } from 'hls.js';
+import { abandonMode, type AbandonCounters, judgedEarly, newAbandonCounters, partAwareAbrController } from './hls-abandon';
 import type { LoadOptions, PlayerAdapter, PlayerEvents } from './types';
 
 // hls.js follows a playlist's EXT-X-SERVER-CONTROL HOLD-BACK unless the page passes a
@@ -13,6 +14,7 @@ export class HlsAdapter implements PlayerAdapter {
   private hls: Hls | null = null;
   private live = false;
   private recoveredMedia = false;
+  private abandon: AbandonCounters | null = null;
 
   constructor(private video: HTMLVideoElement, private on: PlayerEvents) {}
 
@@ -22,7 +24,13 @@ export class HlsAdapter implements PlayerAdapter {
       return;
     }
     this.live = opts.live;
+    // LL-HLS: hls.js's emergency abandon rule must not judge a 200 ms part by its first
+    // packet (hls-abandon.ts; measured in docs/results/latency.md). ?hlsabandon=hlsjs
+    // keeps hls.js's own controller.
+    const abandon = opts.lowLatency ? newAbandonCounters(abandonMode(abandonParam())) : null;
+    this.abandon = abandon;
     const hls = new Hls({
+      ...(abandon?.mode === 'part' ? { abrController: partAwareAbrController(abandon) } : {}),
       ...(opts.liveDelaySegments != null ? { liveSyncDurationCount: opts.liveDelaySegments } : {}),
       // LL-HLS: parts, blocking playlist reloads and the playlist's PART-HOLD-BACK as
       // the target latency (hls.js's default, said here so it does not depend on one).
@@ -47,6 +55,12 @@ export class HlsAdapter implements PlayerAdapter {
       this.on.segment(data.frag.stats.loaded || data.payload?.byteLength || 0);
     });
     hls.on(Hls.Events.ERROR, (_e, data: ErrorData) => this.onError(data));
+    if (abandon) {
+      hls.on(Hls.Events.FRAG_LOAD_EMERGENCY_ABORTED, (_e, data) => {
+        abandon.emergencyAborts++;
+        if (judgedEarly(hls, data.frag, data.part, data.stats)) abandon.earlyAborts++;
+      });
+    }
     if (opts.autoplay) {
       hls.once(Hls.Events.MANIFEST_PARSED, () => {
         this.video.play().catch((err: Error) => {
@@ -93,10 +107,18 @@ export class HlsAdapter implements PlayerAdapter {
     return t != null && Number.isFinite(t) && t > 0 ? t : null;
   }
 
+  abandonCounters(): AbandonCounters | null {
+    return this.abandon ? { ...this.abandon } : null;
+  }
+
   destroy(): void {
     this.hls?.destroy();
     this.hls = null;
   }
+}
+
+function abandonParam(): string | null {
+  return new URLSearchParams(window.location.search).get('hlsabandon');
 }
 
 function progressiveParam(): boolean {

@@ -2,6 +2,8 @@
 // library (or, for WebSocket push, our own MSE feeder) and reports what the stats panel
 // needs, so the QoE recorder stays library-agnostic.
 
+import type { AbandonCounters } from './hls-abandon';
+
 export type PlayerKind = 'dashjs' | 'hlsjs' | 'wspush';
 
 export const PLAYER_LABELS: Record<PlayerKind, string> = {
@@ -84,5 +86,7 @@ export interface PlayerAdapter {
   serverChoice?(): ServerChoice | null;
   /** Push players only: what the session received. */
   pushCounters?(): PushCounters | null;
+  /** hls.js on LL-HLS only: what its emergency abandon rule did (hls-abandon.ts). */
+  abandonCounters?(): AbandonCounters | null;
   destroy(): void;
 }
