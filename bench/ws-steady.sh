@@ -8,6 +8,9 @@
 #   floor           bench/ws-floor: one prebuilt frame of the segment's size
 #                   writev()n to each of N loopback sockets every 2 s, read by N
 #                   goroutines on the other core: the kernel's data path alone
+#   floor-sendfile  the same, the header by send(MSG_MORE) and the payload from a
+#                   memfd by sendfile: no copy on the sender's side, as nginx's sendfile
+#   floor-sendfile1 header and payload in one memfd, one sendfile per socket
 # Each server runs pinned to core 0 (Go ones with GOMAXPROCS=1) in a cpuacct cgroup of
 # its own, no quota; the clients run on core 1. CLIENTS viewers start over RAMP and
 # stay; after SETTLE the CPU is read over WINDOW_PERIODS whole 2 s periods, starting 1 s
@@ -174,12 +177,13 @@ NGX
   cap_stop
 }
 
-run_floor() { # run_floor I — the frames have the asset's segment sizes, in turn
-  local size
+run_floor() { # run_floor I MODE — the frames have the asset's segment sizes, in turn
+  local size name=floor mode=${2:-writev}
+  [ "$mode" = writev ] || name=floor-$mode
   size=$(stat -c %s "$ASSETS/cap/v180/"[0-9]*.m4s | paste -sd, -)
   rm -f "$work/floor.status"
-  taskset -c 0 env GOMAXPROCS=1 "$work/ws-floor" write -listen "127.0.0.1:$FLOOR_PORT" -n "$CLIENTS" -size "$size" \
-    -for "$((SETTLE + 2 * WINDOW_PERIODS + 6))s" -status "$work/floor.status" > "$OUT/floor-$1.writer.json" &
+  taskset -c 0 env GOMAXPROCS=1 "$work/ws-floor" write -listen "127.0.0.1:$FLOOR_PORT" -n "$CLIENTS" -size "$size" -mode "$mode" \
+    -for "$((SETTLE + 2 * WINDOW_PERIODS + 6))s" -status "$work/floor.status" > "$OUT/$name-$1.writer.json" &
   FLOOR_PID=$!
   echo "$FLOOR_PID" > "$ACCT/sb-steady-srv/cgroup.procs"
   sleep 0.3
@@ -188,9 +192,9 @@ run_floor() { # run_floor I — the frames have the asset's segment sizes, in tu
   sleep $((SETTLE))
   if [ "$1" = profile ]; then
     perf record -F 999 -g -p "$FLOOR_PID" -o "$work/perf.data" -- sleep $((2 * WINDOW_PERIODS)) 2>/dev/null
-    perf report -i "$work/perf.data" --no-children --percent-limit 0.5 --stdio 2>/dev/null | head -400 > "$OUT/floor-profile.perf.txt"
+    perf report -i "$work/perf.data" --no-children --percent-limit 0.5 --stdio 2>/dev/null | head -400 > "$OUT/$name-profile.perf.txt"
   else
-    window "floor-$1" floor_frames "$FLOOR_PID"
+    window "$name-$1" floor_frames "$FLOOR_PID"
   fi
   wait "$FLOOR_PID" || true; FLOOR_PID=
   wait "$rd" || true
@@ -201,7 +205,9 @@ run_kind() { # run_kind KIND I
   push-A) run_push A "$2" ;;
   push-B) run_push B "$2" ;;
   nginx) run_nginx "$2" ;;
-  floor) run_floor "$2" ;;
+  floor) run_floor "$2" writev ;;
+  floor-sendfile) run_floor "$2" sendfile ;;
+  floor-sendfile1) run_floor "$2" sendfile1 ;;
   *) echo "ws-steady: unknown kind $1" >&2; exit 2 ;;
   esac
 }
@@ -230,6 +236,8 @@ cut -d' ' -f1-3 /proc/loadavg > "$OUT/loadavg-after.txt"
 python3 - "$OUT" "$PAIRS" "$KINDS" <<'PY' | tee "$OUT/summary.txt"
 import json, os, statistics, sys
 out, pairs, kinds = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
+if pairs == 0:
+    sys.exit(0)
 med = {}
 for k in kinds:
     rows = [json.load(open(os.path.join(out, f"{k}-{i}.window.json"))) for i in range(1, pairs + 1)]
@@ -240,8 +248,9 @@ for k in kinds:
         extra = ", handoffs per message " + ", ".join(f"{r['handoffs']/max(r['messages'],1):.3f}" for r in rows)
     print(f"{k}: {med[k]:.2f} us per message (median; runs {', '.join(f'{u:.2f}' for u in us)}; "
           f"messages {', '.join(str(r['messages']) for r in rows)}){extra}")
-if "floor" in med and "nginx" in med:
-    print(f"maximum ratio (nginx per request ÷ floor per frame) = {med['nginx']/med['floor']:.2f}")
+for f in ("floor", "floor-sendfile", "floor-sendfile1"):
+    if f in med and "nginx" in med:
+        print(f"maximum ratio (nginx per request ÷ {f} per frame) = {med['nginx']/med[f]:.2f}")
 for k in ("push-A", "push-B"):
     if k in med and "nginx" in med:
         print(f"{k} ÷ nginx per message = {med[k]/med['nginx']:.2f}; {k} ÷ floor = {med[k]/med['floor']:.2f}" if "floor" in med else f"{k} ÷ nginx = {med[k]/med['nginx']:.2f}")

@@ -58,6 +58,7 @@ type stats struct {
 	Bytes    int64  `json:"bytes"`   // bytes written
 	SndBuf   int    `json:"sndbuf"`  // SO_SNDBUF asked (0: the kernel's)
 	Lowat    int    `json:"notsent_lowat"`
+	Mode     string `json:"mode"`
 	Rounds   int64  `json:"rounds"`
 	Duration string `json:"duration"`
 }
@@ -71,6 +72,7 @@ func write(args []string) error {
 	dur := fs.Duration("for", 40*time.Second, "how long to write after the last reader connected")
 	sndbuf := fs.Int("sndbuf", 0, "SO_SNDBUF of each socket (0: the kernel's autotuning)")
 	lowat := fs.Int("lowat", 0, "TCP_NOTSENT_LOWAT of each socket (0: none)")
+	mode := fs.String("mode", "writev", "writev: header and payload copied by one writev; sendfile: the header by send(MSG_MORE), the payload from a memfd by sendfile (no copy on the sender); sendfile1: header and payload from one memfd, one sendfile")
 	status := fs.String("status", "", "file holding the frames written so far, rewritten after each round")
 	_ = fs.Parse(args)
 	ln, err := net.Listen("tcp", *listen)
@@ -88,7 +90,9 @@ func write(args []string) error {
 	}
 	frames := make([]frame, len(sizes))
 	for i, n := range sizes {
-		frames[i] = newFrame(n)
+		if frames[i], err = newFrame(n); err != nil {
+			return err
+		}
 	}
 	conns := make([]*net.TCPConn, 0, *n)
 	fds := make([]uintptr, 0, *n)
@@ -110,7 +114,7 @@ func write(args []string) error {
 		})
 		conns = append(conns, tc)
 	}
-	st := stats{Conns: *n, Sizes: sizes, SndBuf: *sndbuf, Lowat: *lowat, Duration: dur.String()}
+	st := stats{Mode: *mode, Conns: *n, Sizes: sizes, SndBuf: *sndbuf, Lowat: *lowat, Duration: dur.String()}
 	tick := time.NewTicker(*every)
 	defer tick.Stop()
 	end := time.Now().Add(*dur)
@@ -120,7 +124,17 @@ func write(args []string) error {
 		st.Rounds++
 		head, payload, total := f.head, f.payload, len(f.head)+len(f.payload)
 		for i, fd := range fds {
-			w, _, e := syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&f.iov[0])), 2)
+			var w uintptr
+			var e syscall.Errno
+			switch *mode {
+			case "sendfile":
+				w, e = f.sendfile(fd)
+			case "sendfile1":
+				var off int64
+				w, _, e = syscall.RawSyscall6(syscall.SYS_SENDFILE, fd, uintptr(f.whole), uintptr(unsafe.Pointer(&off)), uintptr(total), 0, 0)
+			default:
+				w, _, e = syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&f.iov[0])), 2)
+			}
 			if e != 0 && e != syscall.EAGAIN {
 				return fmt.Errorf("writev: %w", e)
 			}
@@ -204,9 +218,11 @@ func writeStatus(path string, frames int64) {
 type frame struct {
 	head, payload []byte
 	iov           []unix.Iovec
+	memfd         int // the payload in a memory file, for -mode sendfile
+	whole         int // header and payload in a memory file, for -mode sendfile1
 }
 
-func newFrame(size int) frame {
+func newFrame(size int) (frame, error) {
 	head := []byte{0x82, 126, byte(size >> 8), byte(size)}
 	if size > 0xffff {
 		head = []byte{0x82, 127, 0, 0, 0, 0, byte(size >> 24), byte(size >> 16), byte(size >> 8), byte(size)}
@@ -219,5 +235,34 @@ func newFrame(size int) frame {
 	iov[0].Base, iov[1].Base = &head[0], &payload[0]
 	iov[0].SetLen(len(head))
 	iov[1].SetLen(len(payload))
-	return frame{head: head, payload: payload, iov: iov}
+	fd, err := unix.MemfdCreate("ws-floor", 0)
+	if err != nil {
+		return frame{}, err
+	}
+	if _, err := unix.Write(fd, payload); err != nil {
+		return frame{}, err
+	}
+	whole, err := unix.MemfdCreate("ws-floor", 0)
+	if err != nil {
+		return frame{}, err
+	}
+	if _, err := unix.Write(whole, append(append([]byte(nil), head...), payload...)); err != nil {
+		return frame{}, err
+	}
+	return frame{head: head, payload: payload, iov: iov, memfd: fd, whole: whole}, nil
+}
+
+// sendfile sends the header with MSG_MORE (it waits for the payload in the same
+// segment) and the payload by reference from the memfd; it returns the bytes sent.
+func (f *frame) sendfile(sock uintptr) (uintptr, syscall.Errno) {
+	w, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, sock, uintptr(unsafe.Pointer(&f.head[0])), uintptr(len(f.head)), unix.MSG_MORE|unix.MSG_DONTWAIT, 0, 0)
+	if e != 0 || int(w) < len(f.head) {
+		return w, e
+	}
+	var off int64
+	k, _, e := syscall.RawSyscall6(syscall.SYS_SENDFILE, sock, uintptr(f.memfd), uintptr(unsafe.Pointer(&off)), uintptr(len(f.payload)), 0, 0)
+	if e != 0 {
+		return w, e
+	}
+	return w + k, 0
 }
