@@ -124,7 +124,7 @@ run_push() { # run_push A|B I
   sleep $((ramp_s + SETTLE))
   if [ "$2" = profile ]; then
     perf record -F 999 -g -p "$SB_PID" -o "$work/perf.data" -- sleep $((2 * WINDOW_PERIODS)) 2>/dev/null
-    perf report -i "$work/perf.data" --no-children --percent-limit 0.5 --stdio 2>/dev/null | head -400 > "$OUT/push-$1-profile.perf.txt"
+    perf report -i "$work/perf.data" --no-children --percent-limit 0.5 --stdio 2>/dev/null | head -400 > "$OUT/push-$1-profile.perf.txt" || true
   else
     window "push-$1-$2" "metric streambed_ws_chunks_total" "$SB_PID"
   fi
@@ -168,7 +168,7 @@ NGX
   sleep $((ramp_s + SETTLE))
   if [ "$1" = profile ]; then
     perf record -F 999 -g -p "$(echo $pids | tr ' ' ',')" -o "$work/perf.data" -- sleep $((2 * WINDOW_PERIODS)) 2>/dev/null
-    perf report -i "$work/perf.data" --no-children --percent-limit 0.5 --stdio 2>/dev/null | head -400 > "$OUT/nginx-profile.perf.txt"
+    perf report -i "$work/perf.data" --no-children --percent-limit 0.5 --stdio 2>/dev/null | head -400 > "$OUT/nginx-profile.perf.txt" || true
   else
     window "nginx-$1" nginx_requests "$(echo $pids | tr ' ' ',')"
   fi
@@ -192,7 +192,7 @@ run_floor() { # run_floor I MODE — the frames have the asset's segment sizes, 
   sleep $((SETTLE))
   if [ "$1" = profile ]; then
     perf record -F 999 -g -p "$FLOOR_PID" -o "$work/perf.data" -- sleep $((2 * WINDOW_PERIODS)) 2>/dev/null
-    perf report -i "$work/perf.data" --no-children --percent-limit 0.5 --stdio 2>/dev/null | head -400 > "$OUT/$name-profile.perf.txt"
+    perf report -i "$work/perf.data" --no-children --percent-limit 0.5 --stdio 2>/dev/null | head -400 > "$OUT/$name-profile.perf.txt" || true
   else
     window "$name-$1" floor_frames "$FLOOR_PID"
   fi
