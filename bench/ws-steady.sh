@@ -21,7 +21,8 @@
 #
 # Usage: sudo A=/path/streambed-a B=/path/streambed-b bench/ws-steady.sh
 # env: PAIRS=3 CLIENTS=4000 RAMP=16s SETTLE=8 WINDOW_PERIODS=10 KINDS="push-A push-B nginx floor"
-#      PROFILE=1 (a last, unmeasured round with perf record -g and the Go CPU profile)
+#      PROFILE=1 (a last, unmeasured round with perf record -g and the Go CPU profile;
+#      bench/perf-classify.py splits each server's samples into parts: KIND-profile.parts.md)
 #      A_GODEBUG= B_GODEBUG= PORT=19560 OUT=docs/results/wspush-capacity/DATE-steady
 # Needs root (cgroups), nginx, perf, taskset, curl, python3, go (to build ws-floor).
 set -euo pipefail
@@ -125,6 +126,7 @@ run_push() { # run_push A|B I
   if [ "$2" = profile ]; then
     perf record -F 999 -g -p "$SB_PID" -o "$work/perf.data" -- sleep $((2 * WINDOW_PERIODS)) 2>/dev/null
     perf report -i "$work/perf.data" --no-children --percent-limit 0.5 --stdio 2>/dev/null | head -400 > "$OUT/push-$1-profile.perf.txt" || true
+    perf script -i "$work/perf.data" 2>/dev/null | tee >(gzip > "$OUT/push-$1-profile.script.gz") | python3 bench/perf-classify.py > "$OUT/push-$1-profile.parts.md" || true
   else
     window "push-$1-$2" "metric streambed_ws_chunks_total" "$SB_PID"
   fi
@@ -169,6 +171,7 @@ NGX
   if [ "$1" = profile ]; then
     perf record -F 999 -g -p "$(echo $pids | tr ' ' ',')" -o "$work/perf.data" -- sleep $((2 * WINDOW_PERIODS)) 2>/dev/null
     perf report -i "$work/perf.data" --no-children --percent-limit 0.5 --stdio 2>/dev/null | head -400 > "$OUT/nginx-profile.perf.txt" || true
+    perf script -i "$work/perf.data" 2>/dev/null | tee >(gzip > "$OUT/nginx-profile.script.gz") | python3 bench/perf-classify.py > "$OUT/nginx-profile.parts.md" || true
   else
     window "nginx-$1" nginx_requests "$(echo $pids | tr ' ' ',')"
   fi
@@ -193,6 +196,7 @@ run_floor() { # run_floor I MODE — the frames have the asset's segment sizes, 
   if [ "$1" = profile ]; then
     perf record -F 999 -g -p "$FLOOR_PID" -o "$work/perf.data" -- sleep $((2 * WINDOW_PERIODS)) 2>/dev/null
     perf report -i "$work/perf.data" --no-children --percent-limit 0.5 --stdio 2>/dev/null | head -400 > "$OUT/$name-profile.perf.txt" || true
+    perf script -i "$work/perf.data" 2>/dev/null | tee >(gzip > "$OUT/$name-profile.script.gz") | python3 bench/perf-classify.py > "$OUT/$name-profile.parts.md" || true
   else
     window "$name-$1" floor_frames "$FLOOR_PID"
   fi
@@ -233,29 +237,4 @@ if [ "$PROFILE" = 1 ]; then
 fi
 cut -d' ' -f1-3 /proc/loadavg > "$OUT/loadavg-after.txt"
 
-python3 - "$OUT" "$PAIRS" "$KINDS" <<'PY' | tee "$OUT/summary.txt"
-import json, os, statistics, sys
-out, pairs, kinds = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
-if pairs == 0:
-    sys.exit(0)
-med = {}
-for k in kinds:
-    rows = [json.load(open(os.path.join(out, f"{k}-{i}.window.json"))) for i in range(1, pairs + 1)]
-    us = [r["us_per_message"] for r in rows]
-    med[k] = statistics.median(us)
-    extra = ""
-    if k.startswith("push"):
-        extra = ", handoffs per message " + ", ".join(f"{r['handoffs']/max(r['messages'],1):.3f}" for r in rows)
-    print(f"{k}: {med[k]:.2f} us per message (median; runs {', '.join(f'{u:.2f}' for u in us)}; "
-          f"messages {', '.join(str(r['messages']) for r in rows)}){extra}")
-for f in ("floor", "floor-sendfile", "floor-sendfile1"):
-    if f in med and "nginx" in med:
-        print(f"maximum ratio (nginx per request ÷ {f} per frame) = {med['nginx']/med[f]:.2f}")
-for k in ("push-A", "push-B"):
-    if k in med and "nginx" in med:
-        print(f"{k} ÷ nginx per message = {med[k]/med['nginx']:.2f}; {k} ÷ floor = {med[k]/med['floor']:.2f}" if "floor" in med else f"{k} ÷ nginx = {med[k]/med['nginx']:.2f}")
-if "push-A" in med and "push-B" in med:
-    ra = [json.load(open(os.path.join(out, f"push-B-{i}.window.json")))["us_per_message"] /
-          json.load(open(os.path.join(out, f"push-A-{i}.window.json")))["us_per_message"] for i in range(1, pairs + 1)]
-    print(f"B ÷ A per pair: {', '.join(f'{r:.2f}' for r in ra)} (median {statistics.median(ra):.2f})")
-PY
+python3 bench/ws-steady-summary.py "$OUT" "$PAIRS" "$KINDS" | tee "$OUT/summary.txt"
