@@ -37,8 +37,8 @@ def classify(frames):
         return "Go runtime: GC and allocation"
     if "wspush." in joined:
         return "the fan-out's own code (wspush, user space)"
-    if "ngx_" in joined:
-        return "nginx's own code (user space)"
+    if "ngx_" in joined or any("nginx" in d for _, d in user):
+        return "nginx's own code (user space; its binary has no symbols)"
     if "runtime." in joined:
         return "Go runtime: scheduler, netpoll, other"
     if any("kernel" in d for _, d in frames):
