@@ -40,6 +40,7 @@ help:
 	@echo "make build   build web app and bin/streambed"
 	@echo "make bench-origin   wrk against streambed and nginx serving the same files"
 	@echo "make bench-ws-capacity[-nginx]   WebSocket push capacity (root; JSON into docs/results)"
+	@echo "make bench-ws-steady A=OLD_BIN [B=NEW_BIN]   push vs nginx vs the loopback floor: CPU per message with every viewer connected (root)"
 	@echo "make bench-ws-relay   the same push viewers on one origin and behind two relay edges (origin CPU)"
 	@echo "make bench-ab A=OLD_BIN B=NEW_BIN   the same origin workloads against two binaries (before/after)"
 	@echo "make bench-h1-ab A=OLD_BIN [B=NEW_BIN]   lean HTTP/1.1 segment serving: two binaries and nginx, CPU and system calls per request"
@@ -133,6 +134,11 @@ bench-soak-steps: build
 bench-ws-capacity-nginx: build
 	@scripts/ensure-deb.sh $(BENCH_CAPACITY_DEPS)
 	bench/ws-capacity-nginx.sh
+
+.PHONY: bench-ws-steady
+bench-ws-steady: build
+	@scripts/ensure-deb.sh $(BENCH_CAPACITY_DEPS) perf:linux-perf
+	A=$(or $(A),bin/streambed) B=$(or $(B),$(or $(A),bin/streambed)) bench/ws-steady.sh
 
 # A before/after pair: the same workloads against binaries A and B, alternated.
 bench-ab: build

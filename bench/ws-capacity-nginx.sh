@@ -13,7 +13,7 @@
 # and writes the JSON of every step to OUT.
 #
 # Usage: sudo bench/ws-capacity-nginx.sh   (`make bench-ws-capacity-nginx`; env:
-#        CLIENTS="500,1000,2000,3000,4000" CPU_QUOTA=0.15 DURATION=20s RAMP=4s
+#        CLIENTS="500,1000,2000,3000,4000" CPU_QUOTA=0.15 DURATION=20s RAMP=4s PULL_DELAY=1500ms
 #        OUT=docs/results/wspush-capacity-nginx/DATE SB_TRANSPORTS=ws,http1)
 # Needs root (cgroups), nginx, taskset, curl, python3; about (steps × 3 × (DURATION + 10 s)).
 set -euo pipefail
@@ -23,6 +23,11 @@ CLIENTS=${CLIENTS:-500,1000,2000,3000,4000}
 CPU_QUOTA=${CPU_QUOTA:-0.15}
 DURATION=${DURATION:-20s}
 RAMP=${RAMP:-4s} # client starts spread over this (a longer ramp measures the steady state rather than the set-up rate)
+# Pull clients ask for each segment this long after its nominal availability (a player
+# a little behind the live edge): nginx serves the archive, which has a video segment
+# only once it is complete, and a client asking at once got a 404 and counted as failed
+# (the "404" column of the 2026-11-24 tables). 0 asks at once, as those runs did.
+PULL_DELAY=${PULL_DELAY:-1500ms}
 OUT=${OUT:-docs/results/wspush-capacity-nginx/$(date -u +%Y-%m-%d)}
 ASSETS=${ASSETS:-.cache/bench/capacity-assets}
 SB_PORT=${SB_PORT:-18731}
@@ -80,9 +85,9 @@ sleep 4 # a few segments in the archive
 curl -sf "http://127.0.0.1:$NGX_PORT/live/seg/manifest.mpd" -o /dev/null || { echo "nginx does not answer:"; cat "$work/nginx-error.log"; exit 1; }
 echo "== origin pid $SB_PID, nginx pids $NGX_PIDS; each held to $CPU_QUOTA core on core 0; clients on core 1"
 
-printf '{"command":"bench/ws-capacity-nginx.sh","bin":"%s","commit":"%s","cpu_quota":%s,"cg_period_us":%s,"clients":"%s","ramp":"%s","sb_godebug":"%s","loadavg_before":"%s","note":"load averages of the whole machine, shared with other work"}\n' \
-  "$BIN" "$(git rev-parse --short HEAD 2>/dev/null)" "$CPU_QUOTA" "$CG_PERIOD" "$CLIENTS" "$RAMP" "${SB_GODEBUG-}" "$(cut -d' ' -f1-3 /proc/loadavg)" > "$OUT/info.json"
-common=(--tracks v180 --clients "$CLIENTS" --duration "$DURATION" --ramp "$RAMP" --pause 5s)
+printf '{"command":"bench/ws-capacity-nginx.sh","bin":"%s","commit":"%s","cpu_quota":%s,"cg_period_us":%s,"clients":"%s","ramp":"%s","pull_delay":"%s","sb_godebug":"%s","loadavg_before":"%s","note":"load averages of the whole machine, shared with other work"}\n' \
+  "$BIN" "$(git rev-parse --short HEAD 2>/dev/null)" "$CPU_QUOTA" "$CG_PERIOD" "$CLIENTS" "$RAMP" "$PULL_DELAY" "${SB_GODEBUG-}" "$(cut -d' ' -f1-3 /proc/loadavg)" > "$OUT/info.json"
+common=(--tracks v180 --clients "$CLIENTS" --duration "$DURATION" --ramp "$RAMP" --pause 5s --pull-delay "$PULL_DELAY")
 cap_load streambed "http://127.0.0.1:$SB_PORT/live/seg/manifest.mpd" --transport "$SB_TRANSPORTS" "${common[@]}"
 cap_load nginx "http://127.0.0.1:$NGX_PORT/live/seg/manifest.mpd" --transport http1 "${common[@]}" --server-pids "$(echo $NGX_PIDS | tr ' ' ',')"
 

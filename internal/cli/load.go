@@ -68,6 +68,7 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		asJSON     = fs.Bool("json", false, "print the results as one JSON object on stdout")
 		insecure   = fs.Bool("insecure", false, "accept any TLS certificate")
 		quiet      = fs.Bool("quiet", false, "no progress on stderr")
+		pullDelay  = durationFlag(fs, "pull-delay", 0, "pull clients ask for each segment this long after its availability (0: at once)")
 		serverPIDs = fs.String("server-pids", "", "comma-separated PIDs of the server (e.g. nginx master and worker): CPU and memory from /proc instead of the origin's /metrics")
 	)
 	fs.Usage = func() {
@@ -114,7 +115,7 @@ func Load(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			if progressW != nil {
 				fmt.Fprintf(progressW, "step: %s, %d clients, %v\n", tr, n, *duration)
 			}
-			res, err := load.Run(ctx, load.Options{Transport: tr, Clients: n, Duration: *duration, Ramp: *ramp, Target: target, Insecure: *insecure, Idle: *idle, Progress: progressW, ServerPIDs: pids})
+			res, err := load.Run(ctx, load.Options{Transport: tr, Clients: n, Duration: *duration, Ramp: *ramp, Target: target, Insecure: *insecure, Idle: *idle, Progress: progressW, ServerPIDs: pids, PullDelay: *pullDelay})
 			if err != nil {
 				return err
 			}

@@ -35,8 +35,9 @@ func httpClient(proto string, secure, insecure bool, dial func(ctx context.Conte
 	return &http.Client{Transport: tr}
 }
 
-// pullClient requests each segment of each track when it becomes available.
-func pullClient(ctx context.Context, t *Target, cr *clientResult, proto string, insecure bool) {
+// pullClient requests each segment of each track when it becomes available (and
+// delay later).
+func pullClient(ctx context.Context, t *Target, cr *clientResult, proto string, insecure bool, delay time.Duration) {
 	hc := httpClient(proto, len(t.HTTPBase) > 5 && t.HTTPBase[:5] == "https", insecure, countingDialer(&cr.wire))
 	defer hc.CloseIdleConnections()
 	buf := make([]byte, 32<<10)
@@ -89,7 +90,7 @@ func pullClient(ctx context.Context, t *Target, cr *clientResult, proto string, 
 			cr.err = errors.New("the timeline ended")
 			return
 		}
-		if wait := time.Until(s.AvailableAt); wait > 0 {
+		if wait := time.Until(s.AvailableAt.Add(delay)); wait > 0 {
 			select {
 			case <-time.After(wait):
 			case <-ctx.Done():

@@ -64,6 +64,11 @@ type Options struct {
 	// ServerPIDs, when set, are the server's processes: CPU and RSS come from /proc
 	// instead of the origin's /metrics (for peers such as nginx).
 	ServerPIDs []int
+	// PullDelay makes pull clients ask for each segment this long after it becomes
+	// available, as a player behind the live edge does (0: at once). A peer serving
+	// the channel's archive (nginx) has a segment only once it is complete, which
+	// can be later than its nominal availability.
+	PullDelay time.Duration
 }
 
 // Result is what one step measured.
@@ -150,7 +155,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			case o.Transport == WS:
 				wsClient(cctx, t, cr, o.Insecure)
 			default:
-				pullClient(cctx, t, cr, o.Transport, o.Insecure)
+				pullClient(cctx, t, cr, o.Transport, o.Insecure, o.PullDelay)
 			}
 			cr.session = time.Since(start)
 		}()

@@ -64,6 +64,11 @@ type fanout struct {
 	ready   readyMemo // the last ready message encoded for a joining viewer
 	tally   tally     // counters of this batch, added to /metrics once per batch
 	writevs int64     // writev calls of the fast path (tests: frames due together go in one)
+	// A large frame written to several viewers in one flush goes out from a memory
+	// file holding it once (sendfile: the socket references its pages, no copy per
+	// viewer); the files live for one flush (fanshared_linux.go).
+	shared    sharedFrames
+	sendfiles int64 // sendfile calls of the fast path (tests)
 }
 
 func (h *Handler) fanoutFor(c *hub.Channel) *fanout {
@@ -310,6 +315,7 @@ func (fo *fanout) flush() {
 	}
 	clear(fo.touched)
 	fo.touched = fo.touched[:0]
+	fo.shared.release()
 	fo.tally.addTo(&fo.h.ctr)
 	fo.tally = tally{}
 }

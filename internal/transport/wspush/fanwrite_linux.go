@@ -20,6 +20,11 @@ func (fo *fanout) writev(s *session, items []item) (int, error) {
 		fo.heads = make([][maxFrameHead]byte, len(items))
 	}
 	fo.heads = fo.heads[:len(items)]
+	if len(items) == 1 && items[0].text == nil {
+		if f, ok := fo.shared.fileFor(items[0].head(&fo.heads[0]), items[0].data); ok {
+			return fo.sendShared(s, f)
+		}
+	}
 	fo.iov = fo.iov[:0]
 	for i := range items {
 		fo.iov = appendIovec(fo.iov, items[i].head(&fo.heads[i]))

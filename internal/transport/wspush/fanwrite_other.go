@@ -15,3 +15,8 @@ func (fo *fanout) writev(*session, []item) (int, error) {
 }
 
 func (fo *fanout) writevFD(uintptr) bool { return true }
+
+// sharedFrames: no shared frame files on this platform.
+type sharedFrames struct{}
+
+func (sharedFrames) release() {}
