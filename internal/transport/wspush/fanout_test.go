@@ -203,19 +203,18 @@ func TestFanOutSteadyPathAllocatesNothing(t *testing.T) {
 		idx++
 	}
 	deliver() // the first chunk grows each viewer's scratch
-	allocs := testing.AllocsPerRun(chunks-2, deliver)
-	// AllocsPerRun makes one more warm-up call: chunks in all.
-	if allocs >= 1 {
+	// AllocsPerRun makes one more warm-up call: chunks in all (more if measured again).
+	if allocs := leastAllocsPerRun(3, chunks-2, deliver); allocs >= 1 {
 		t.Errorf("%.1f allocations per chunk for %d viewers, want none", allocs, viewers)
 	}
 	if h := fo.h.ctr.handoffs.Load(); h != 0 {
 		t.Errorf("%d handoffs to drain goroutines; the sockets had room", h)
 	}
-	if got := fo.h.ctr.chunks.Load(); got != viewers*chunks {
-		t.Errorf("%d chunks counted, want %d", got, viewers*chunks)
+	if got := fo.h.ctr.chunks.Load(); got != int64(viewers*idx) {
+		t.Errorf("%d chunks counted, want %d", got, viewers*idx)
 	}
 	for i, c := range cs {
-		fs := readFrames(t, c, chunks)
+		fs := readFrames(t, c, idx)
 		for k, f := range fs {
 			want := uint64(k)
 			if k == 0 {
@@ -342,4 +341,18 @@ func TestFanOutWritesAfterADrainPastWriteTimeout(t *testing.T) {
 	if f := readFrames(t, cs[0], 1)[0]; f.Sequence != 3 || string(f.Payload) != "small" {
 		t.Fatalf("frame seq %d %q", f.Sequence, f.Payload)
 	}
+}
+
+// leastAllocsPerRun is testing.AllocsPerRun(runs, f), measured again, up to attempts
+// times in all, while it reads one or more. AllocsPerRun counts every allocation in
+// the process, so on a loaded machine a goroutine an earlier test left behind (a
+// server closing, a timer) can allocate during the measurement; that can only add,
+// so the smallest reading still bounds f's own allocations. f runs runs+1 times per
+// attempt.
+func leastAllocsPerRun(attempts, runs int, f func()) float64 {
+	least := testing.AllocsPerRun(runs, f)
+	for i := 1; i < attempts && least >= 1; i++ {
+		least = min(least, testing.AllocsPerRun(runs, f))
+	}
+	return least
 }
