@@ -100,7 +100,7 @@ func checkPartHoldBack(hold, partTarget time.Duration) error {
 	if hold == 0 || hold >= floor {
 		return nil
 	}
-	return fmt.Errorf("ll_hls_part_hold_back %s is below two part targets (%s with %s parts), the LL-HLS minimum: "+
+	return fmt.Errorf("ll_hls_part_hold_back (--ll-hls-part-hold-back) %s is below two part targets (%s with %s parts), the LL-HLS minimum: "+
 		"give at least %s, or 0 for the default of three part targets (%s)",
 		hold, floor, partTarget, floor, manifest.DefaultPartHoldBackParts*partTarget)
 }
