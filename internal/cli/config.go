@@ -159,6 +159,11 @@ func (c *Config) Validate() error {
 		if ch.DVRWindow < 0 || ch.ChunkDuration < 0 || ch.PresentationDelay < 0 {
 			return fmt.Errorf("config: channel %q has a negative duration", ch.Name)
 		}
+		if ch.Loop != "" && ch.ChunkDuration > 0 {
+			if err := c.CheckPartHoldBack(ch.Name, ch.ChunkDuration); err != nil {
+				return err // its part target is known: an encoder's is only once it sends
+			}
+		}
 		if ch.WSPolicy != "" {
 			if _, err := wspush.NewPolicy(ch.WSPolicy); err != nil {
 				return fmt.Errorf("config: channel %q: ws_policy: %w", ch.Name, err)

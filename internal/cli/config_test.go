@@ -151,3 +151,41 @@ func TestConfigRelayChannels(t *testing.T) {
 		}
 	}
 }
+
+// PART-HOLD-BACK from the file (ll_hls_part_hold_back) and the flag
+// (--ll-hls-part-hold-back): under two part targets is refused before anything
+// starts, with the value to give; a looped channel's own chunks set its part target.
+func TestConfigLLHLSPartHoldBack(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	for body, want := range map[string]string{
+		"ll_hls_part_hold_back: 1s\n":    "",
+		"ll_hls_part_hold_back: 300ms\n": "give at least 400ms",
+		"ll_hls_part_hold_back: 600ms\nchannels:\n  - name: a\n    loop: demo\n    chunk_duration: 400ms\n": `channel "a": ll_hls_part_hold_back (--ll-hls-part-hold-back) 600ms is below two part targets (800ms with 400ms parts)`,
+		"ll_hls_part_hold_back: 800ms\nchannels:\n  - name: a\n    loop: demo\n    chunk_duration: 400ms\n": "",
+	} {
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := LoadConfig(p)
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("%q: err %v, want %q", body, err, want)
+		}
+		if want == "" && cfg.LLHLSPartHoldBack == 0 {
+			t.Errorf("%q: ll_hls_part_hold_back not read", body)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--ll-hls-part-hold-back", "300ms"}, "give at least 400ms, or 0 for the default of three part targets (600ms)"},
+		{[]string{"--ll-hls-part-hold-back", "600ms", "--channel", "x=demo,chunk=400ms"}, "give at least 800ms"},
+	} {
+		dir := t.TempDir()
+		args := append([]string{"--http", "127.0.0.1:0", "--https", "", "--data-dir", dir, "--assets", dir, "--no-demo"}, tc.args...)
+		var stderr strings.Builder
+		if err := Serve(t.Context(), args, &stderr, &stderr); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("serve %q: err %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}

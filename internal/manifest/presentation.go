@@ -115,6 +115,30 @@ type LowLatency struct {
 	MinPlaybackRate, MaxPlaybackRate float64
 	// PartTarget is the LL-HLS EXT-X-PART-INF:PART-TARGET: the longest part.
 	PartTarget time.Duration
+	// PartHoldBack is the LL-HLS PART-HOLD-BACK asked for (serve
+	// --ll-hls-part-hold-back); 0: DefaultPartHoldBackParts part targets. HLSPartHoldBack
+	// is what a playlist announces.
+	PartHoldBack time.Duration
+}
+
+// DefaultPartHoldBackParts and MinPartHoldBackParts are PART-HOLD-BACK in part targets:
+// the LL-HLS spec says it SHOULD be at least three and MUST be at least two
+// (RFC 8216bis 4.4.3.8).
+const (
+	DefaultPartHoldBackParts = 3
+	MinPartHoldBackParts     = 2
+)
+
+// HLSPartHoldBack is the PART-HOLD-BACK of the channel's playlists: the one asked for,
+// else three part targets; never below two part targets, the spec's floor, so a
+// channel whose parts are longer than configured for (an encoder's long chunks) still
+// gets a valid playlist. Players (hls.js, the headless player) aim this far behind the
+// newest part.
+func (l *LowLatency) HLSPartHoldBack() time.Duration {
+	if l.PartHoldBack <= 0 {
+		return DefaultPartHoldBackParts * l.PartTarget
+	}
+	return max(l.PartHoldBack, MinPartHoldBackParts*l.PartTarget)
 }
 
 // Low-latency defaults: three chunks in flight plus a margin for a request's round

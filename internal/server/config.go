@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/streambed/streambed/internal/manifest"
 )
 
 // Config configures the HTTP origin: listeners, TLS, caching headers and logs. It
@@ -29,6 +31,11 @@ type Config struct {
 	// (an LL-HLS part or held playlist over HTTP/1.1) is resent sooner
 	// (netutil.ListenRTOMin; docs/results/latency.md).
 	TCPRTOMin time.Duration `yaml:"tcp_rto_min"`
+	// LLHLSPartHoldBack is the LL-HLS playlists' PART-HOLD-BACK, how far behind the
+	// newest part players aim (0: three part targets, 0.6 s with 200 ms parts). More
+	// leaves room for a lost packet's retransmission timeout on a lossy link
+	// (docs/results/latency.md). Every LL channel gets at least two of its part targets.
+	LLHLSPartHoldBack time.Duration `yaml:"ll_hls_part_hold_back"`
 }
 
 // CacheConfig sets the Cache-Control lifetimes a CDN acts on.
@@ -77,8 +84,33 @@ func (c *Config) Validate() error {
 	if c.TCPRTOMin != 0 && (c.TCPRTOMin < time.Millisecond || c.TCPRTOMin > 200*time.Millisecond) {
 		return fmt.Errorf("config: tcp_rto_min %s: want 1ms to 200ms, or 0 for the kernel's", c.TCPRTOMin)
 	}
+	if err := checkPartHoldBack(c.LLHLSPartHoldBack, manifest.PartTargetGoal); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return fmt.Errorf("config: tls_cert and tls_key go together")
+	}
+	return nil
+}
+
+// checkPartHoldBack refuses an LL-HLS PART-HOLD-BACK below two part targets of
+// partTarget, the spec's floor (RFC 8216bis 4.4.3.8); 0 is the default, three.
+func checkPartHoldBack(hold, partTarget time.Duration) error {
+	floor := manifest.MinPartHoldBackParts * partTarget
+	if hold == 0 || hold >= floor {
+		return nil
+	}
+	return fmt.Errorf("ll_hls_part_hold_back (--ll-hls-part-hold-back) %s is below two part targets (%s with %s parts), the LL-HLS minimum: "+
+		"give at least %s, or 0 for the default of three part targets (%s)",
+		hold, floor, partTarget, floor, manifest.DefaultPartHoldBackParts*partTarget)
+}
+
+// CheckPartHoldBack checks the configured PART-HOLD-BACK against a channel whose
+// chunks are chunk long (its part target is manifest.PartTarget(chunk)); the serve
+// command calls it for every channel whose chunks it knows.
+func (c *Config) CheckPartHoldBack(channel string, chunk time.Duration) error {
+	if err := checkPartHoldBack(c.LLHLSPartHoldBack, manifest.PartTarget(chunk)); err != nil {
+		return fmt.Errorf("config: channel %q: %w", channel, err)
 	}
 	return nil
 }

@@ -66,6 +66,9 @@ func (s *Server) livePresentation(r *http.Request, c *hub.Channel, file string, 
 		// $Number$ from the clock. The SegmentTimeline lists complete segments only,
 		// so a player of it could not reach a low target and would stall trying.
 		p.LowLatency = lowLatency(c)
+		if p.LowLatency != nil {
+			p.LowLatency.PartHoldBack = s.cfg.LLHLSPartHoldBack // every LL channel's playlists
+		}
 	}
 	return p, nil
 }

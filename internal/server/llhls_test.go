@@ -537,3 +537,24 @@ func TestBlockingReloadLeaderLeaves(t *testing.T) {
 		t.Errorf("%d watches left with no reload held", left)
 	}
 }
+
+// The configured PART-HOLD-BACK reaches the playlists of a channel fed chunk by chunk
+// (as an encoder's is), and a value under two of its part targets (250 ms here, known
+// only once its chunks arrive) is raised to two, the spec's floor.
+func TestLowLatencyPlaylistPartHoldBack(t *testing.T) {
+	for _, tc := range []struct {
+		hold time.Duration
+		want string
+	}{
+		{time.Second, "PART-HOLD-BACK=1.000"},
+		{400 * time.Millisecond, "PART-HOLD-BACK=0.500"},
+	} {
+		c, s, ts, _ := llhlsOrigin(t)
+		s.cfg.LLHLSPartHoldBack = tc.hold // before the first request
+		feed(t, c, 2)
+		resp, body := get(t, ts.URL+"/live/ll/v/playlist.m3u8")
+		if want := "#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,CAN-SKIP-UNTIL=6.000," + tc.want + "\n"; resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Errorf("%s: status %d, playlist lacks %q:\n%s", tc.hold, resp.StatusCode, want, body)
+		}
+	}
+}

@@ -58,8 +58,9 @@ func (l *llPlaylist) version() int {
 	return LowLatencyVersion
 }
 
-// writeHeader writes EXT-X-SERVER-CONTROL and EXT-X-PART-INF. PART-HOLD-BACK is three
-// part targets, the spec's recommendation (it must be at least two).
+// writeHeader writes EXT-X-SERVER-CONTROL and EXT-X-PART-INF. PART-HOLD-BACK is the
+// channel's (manifest.LowLatency.HLSPartHoldBack): three part targets, the spec's
+// recommendation, unless the origin is configured for more.
 func (l *llPlaylist) writeHeader(b *bytes.Buffer) {
 	if l == nil {
 		return
@@ -68,7 +69,7 @@ func (l *llPlaylist) writeHeader(b *bytes.Buffer) {
 	if l.skipUntil > 0 {
 		attrs = append(attrs, "CAN-SKIP-UNTIL="+seconds(l.skipUntil))
 	}
-	attrs = append(attrs, "PART-HOLD-BACK="+seconds(3*l.partTarget))
+	attrs = append(attrs, "PART-HOLD-BACK="+seconds(l.p.LowLatency.HLSPartHoldBack()))
 	fmt.Fprintf(b, "#EXT-X-SERVER-CONTROL:%s\n", strings.Join(attrs, ","))
 	fmt.Fprintf(b, "#EXT-X-PART-INF:PART-TARGET=%s\n", seconds(l.partTarget))
 }

@@ -212,3 +212,41 @@ func TestSplitPartsStable(t *testing.T) {
 		}
 	}
 }
+
+// PART-HOLD-BACK is the origin's setting (serve --ll-hls-part-hold-back), three part
+// targets when unset, and never under two of the channel's part targets: a channel
+// whose parts are longer than the setting was made for still gets a valid playlist.
+func TestPartHoldBack(t *testing.T) {
+	at := ast2025.Add(60500 * time.Millisecond)
+	for _, tc := range []struct {
+		name        string
+		chunk, hold time.Duration
+		want        string
+	}{
+		{"unset: three 200 ms parts", 40 * time.Millisecond, 0, "PART-HOLD-BACK=0.600"},
+		{"set: 1 s", 40 * time.Millisecond, time.Second, "PART-HOLD-BACK=1.000"},
+		{"set: two parts, the floor", 40 * time.Millisecond, 400 * time.Millisecond, "PART-HOLD-BACK=0.400"},
+		{"set under two parts: raised to two", 40 * time.Millisecond, 300 * time.Millisecond, "PART-HOLD-BACK=0.400"},
+		{"500 ms chunks, unset: three of their parts", 500 * time.Millisecond, 0, "PART-HOLD-BACK=1.500"},
+		{"500 ms chunks, 600 ms set: two of their parts", 500 * time.Millisecond, 600 * time.Millisecond, "PART-HOLD-BACK=1.000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := lowLatency(live(ast2025, 2*time.Second, 10*time.Second, at, manifest.Number), at, false)
+			p.LowLatency = manifest.NewLowLatency(2*time.Second, tc.chunk) // the header only: parts stay 200 ms
+			p.LowLatency.PartHoldBack = tc.hold
+			pl := string(mediaPlaylist(t, p, "v720"))
+			var control string
+			for _, l := range strings.Split(pl, "\n") {
+				if strings.HasPrefix(l, "#EXT-X-SERVER-CONTROL:") {
+					control = l
+				}
+			}
+			if want := "#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES," + tc.want; control != want {
+				t.Errorf("server control %q, want %q", control, want)
+			}
+			if want := "#EXT-X-PART-INF:PART-TARGET=" + seconds(manifest.PartTarget(tc.chunk)) + "\n"; !strings.Contains(pl, want) {
+				t.Errorf("playlist without %q:\n%s", want, pl)
+			}
+		})
+	}
+}

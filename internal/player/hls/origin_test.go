@@ -28,6 +28,13 @@ import (
 // the origin's base URL.
 func llOrigin(t *testing.T) string {
 	t.Helper()
+	return llOriginHolding(t, 0)
+}
+
+// llOriginHolding is llOrigin announcing PART-HOLD-BACK hold (serve
+// --ll-hls-part-hold-back; 0: the default, three part targets).
+func llOriginHolding(t *testing.T, hold time.Duration) string {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "test")
 	if err := os.Symlink(testmedia.Asset(t), dir); err != nil {
 		t.Fatal(err)
@@ -45,6 +52,7 @@ func llOrigin(t *testing.T) string {
 	}
 	cfg := server.DefaultConfig()
 	cfg.HTTP, cfg.HTTPS, cfg.DataDir = "127.0.0.1:0", "", t.TempDir()
+	cfg.LLHLSPartHoldBack = hold
 	srv := server.New(cfg, h, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	ls, err := srv.Listen()
 	if err != nil {
@@ -199,4 +207,29 @@ func TestPlayLLHLSByParts(t *testing.T) {
 		t.Errorf("media playlist requests %v: %d video against %d audio over %d video renditions, want at most audio + %d", byRendition, video, audio, renditions, renditions-1)
 	}
 	t.Logf("%d parts, %d video switches, %d of %d playlist requests blocking (by rendition %v), %d stalls", parts, switches, blocking, reloads, byRendition, rep.StallCount)
+}
+
+// The headless player aims at the PART-HOLD-BACK the origin is configured for, as
+// hls.js does: 1 s from serve --ll-hls-part-hold-back 1s instead of three parts.
+func TestPlayLLHLSConfiguredPartHoldBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plays a live channel for 2 s (-short)")
+	}
+	base := llOriginHolding(t, time.Second)
+	client, err := httppull.NewClient(httppull.ClientOptions{Protocol: httppull.HTTP1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	p, err := player.New(player.Config{URL: base + "/live/ll/master.m3u8", Fetcher: client, Load: hls.NewLoader(), Duration: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := p.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.TargetSource != "part-hold-back" || rep.TargetLatencyMS == nil || *rep.TargetLatencyMS != 1000 {
+		t.Fatalf("target %v from %q, want the configured PART-HOLD-BACK's 1000 ms", rep.TargetLatencyMS, rep.TargetSource)
+	}
 }
