@@ -33,7 +33,7 @@ func TestSRTHarnessMeasuresLoss(t *testing.T) {
 		t.Fatal("srt-live-transmit not found: `make test` installs srt-tools (TEST_DEPS)")
 	}
 	dir := testmedia.AssetWith(t, testmedia.Options{Ladder: "360p:600k", Duration: 8 * time.Second})
-	ts := filepath.Join(t.TempDir(), "clip.ts")
+	ts := filepath.Join(t.TempDir(), "not-made-yet", "clip.ts") // as -asset finds the cache folder
 	if err := makeTS(context.Background(), dir, ts); err != nil {
 		t.Fatal(err)
 	}
