@@ -50,9 +50,11 @@ func TestSRTHarnessMeasuresLoss(t *testing.T) {
 		link    netem.Impairment
 		latency time.Duration
 		lossy   bool
+		stdin   bool // the datagrams reach the SRT sender through a pipe (-srt-input stdin)
 	}{
-		{"clean", netem.Impairment{Delay: netem.Duration(10 * time.Millisecond)}, 120 * time.Millisecond, false},
-		{"lossy", netem.Impairment{Delay: netem.Duration(10 * time.Millisecond), Loss: netem.Bernoulli(10)}, 20 * time.Millisecond, true},
+		{"clean", netem.Impairment{Delay: netem.Duration(10 * time.Millisecond)}, 120 * time.Millisecond, false, false},
+		{"clean-stdin", netem.Impairment{Delay: netem.Duration(10 * time.Millisecond)}, 120 * time.Millisecond, false, true},
+		{"lossy", netem.Impairment{Delay: netem.Duration(10 * time.Millisecond), Loss: netem.Bernoulli(10)}, 20 * time.Millisecond, true, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -66,7 +68,7 @@ func TestSRTHarnessMeasuresLoss(t *testing.T) {
 					t.Errorf("netem close: %v", err)
 				}
 			}()
-			r, err := runSRT(ctx, nw, ds, c.latency, 50*time.Millisecond, t.TempDir())
+			r, err := runSRT(ctx, nw, ds, c.latency, 50*time.Millisecond, t.TempDir(), c.stdin)
 			if err != nil {
 				t.Fatal(err)
 			}
