@@ -25,7 +25,7 @@ for line in open(runlog):
     if not m:
         continue
     t = datetime.combine(day, datetime.strptime(m.group(1), "%H:%M:%S").time())
-    if prev and t < prev - timedelta(hours=12):  # the log went past midnight
+    if (prev and t < prev - timedelta(hours=12)) or (not prev and t < samples[0][0] - timedelta(hours=12)):  # past midnight
         day += timedelta(days=1)
         t += timedelta(days=1)
     prev = t
