@@ -15,15 +15,20 @@ for line in open(loadlog):
     if len(f) >= 2:
         samples.append((datetime.strptime(f[0], "%Y-%m-%dT%H:%M:%SZ"), float(f[1])))
 day = samples[0][0].date() if samples else None
-start_re = re.compile(r"^(\d\d:\d\d:\d\d) (RTT .*)$")  # a run starts
+start_re = re.compile(r"^(\d\d:\d\d:\d\d) (RTT .*|\S+ over .*)$")  # a run starts (Table 1 and fdspsrt: "RTT ...", Table 2: "ASSET over LINK ...")
 w = csv.writer(sys.stdout)
 w.writerow(["start", "end", "run", "load1_min", "load1_max"])
 cur = None
+prev = None
 for line in open(runlog):
     m = re.match(r"^(\d\d:\d\d:\d\d) ", line)
     if not m:
         continue
     t = datetime.combine(day, datetime.strptime(m.group(1), "%H:%M:%S").time())
+    if (prev and t < prev - timedelta(hours=12)) or (not prev and t < samples[0][0] - timedelta(hours=12)):  # past midnight
+        day += timedelta(days=1)
+        t += timedelta(days=1)
+    prev = t
     s = start_re.match(line)
     if s:
         cur = (t, s.group(2))

@@ -34,6 +34,10 @@ func makeTS(ctx context.Context, assetDir, out string) error {
 			top = i
 		}
 	}
+	// The cache folder may not exist yet: with -asset nothing was packaged into it.
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
 	tmp := out + ".tmp.ts"
 	defer os.Remove(tmp)
 	if b, err := exec.CommandContext(ctx, "ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-i", master,

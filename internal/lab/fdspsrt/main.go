@@ -41,6 +41,7 @@ import (
 type config struct {
 	out, cache, ladder, cc, only string
 	asset                        string // a packaged asset instead of the synthetic clip
+	srtInput                     string // how the datagrams reach the SRT sender: udp or stdin
 	rtts                         []time.Duration
 	multipliers                  []int
 	clip, substream, jitterBuf   time.Duration
@@ -65,6 +66,7 @@ func main() {
 	flag.StringVar(&c.only, "peers", "", "comma-separated subset of srt,fdsp-udp,fdsp-bp0,fdsp-bp50,fdsp-bp100,fdsp-auto,fdsp-tcp (default all)")
 	flag.Uint64Var(&c.seed, "seed", 7, "netem seed")
 	flag.StringVar(&c.asset, "asset", "", "a packaged asset folder to stream instead of the synthetic clip (e.g. .cache/fdsp-study/fast-4000k, the FDSP study's fast clip: fdspstudy -prepare makes it)")
+	flag.StringVar(&c.srtInput, "srt-input", "udp", "how the paced datagrams reach srt-live-transmit: udp (a local socket with the kernel's default receive buffer, which a large I-frame overflows) or stdin (a pipe: no loss before SRT)")
 	summ := flag.String("summarize", "", "print the tables and issue 12's goal per row for these comma-separated result folders, and stop")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
@@ -80,6 +82,9 @@ func main() {
 			log.Fatal(err)
 		}
 		c.rtts = append(c.rtts, d)
+	}
+	if c.srtInput != "udp" && c.srtInput != "stdin" {
+		log.Fatalf("-srt-input %q: want udp or stdin", c.srtInput)
 	}
 	for _, s := range strings.Split(*mults, ",") {
 		m, err := strconv.Atoi(strings.TrimSpace(s))
@@ -191,7 +196,7 @@ func runRTT(ctx context.Context, c config, h *hub.Hub, stream string, ds []timed
 			if err := os.MkdirAll(sd, 0o755); err != nil {
 				return rows, err
 			}
-			res, err := runSRT(ctx, nw, ds, budget, c.jitterBuf, sd)
+			res, err := runSRT(ctx, nw, ds, budget, c.jitterBuf, sd, c.srtInput == "stdin")
 			rows = append(rows, srtRow(base, res, err))
 			logRow(rows[len(rows)-1])
 		}

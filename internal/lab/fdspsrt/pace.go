@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
+	"io"
 	"time"
 )
 
@@ -63,8 +63,9 @@ func schedule(ts []byte) ([]timedDatagram, error) {
 }
 
 // pace sends the datagrams on c at start + At (a timer's slack is made up on the
-// next: no drift).
-func pace(ctx context.Context, c net.Conn, ds []timedDatagram, start time.Time) error {
+// next: no drift). c is a UDP socket or a pipe (one write per datagram: a pipe
+// keeps writes up to 4 KiB whole, so the reader's 1316-byte reads see datagrams).
+func pace(ctx context.Context, c io.Writer, ds []timedDatagram, start time.Time) error {
 	for _, d := range ds {
 		if w := time.Until(start.Add(d.At)); w > 0 {
 			t := time.NewTimer(w)
@@ -80,4 +81,18 @@ func pace(ctx context.Context, c net.Conn, ds []timedDatagram, start time.Time) 
 		}
 	}
 	return nil
+}
+
+// nullFlush is 100 datagrams of null TS packets (PID 0x1FFF) over 1 s: enough
+// bytes to push a reader's buffer out after the stream (tsReceiver skips them).
+func nullFlush() []timedDatagram {
+	d := make([]byte, datagramSize)
+	for off := 0; off < len(d); off += 188 {
+		copy(d[off:], []byte{0x47, 0x1f, 0xff, 0x10})
+	}
+	out := make([]timedDatagram, 100)
+	for i := range out {
+		out[i] = timedDatagram{At: time.Duration(i) * 10 * time.Millisecond, Data: d}
+	}
+	return out
 }

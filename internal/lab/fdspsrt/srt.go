@@ -66,7 +66,12 @@ type srtResult struct {
 // runSRT streams the scheduled datagrams over SRT with the given latency window
 // across nw and measures what arrives. dir keeps the statistics files.
 // jitterBuffer is the player's own playout delay behind SRT's window.
-func runSRT(ctx context.Context, nw *netem.Network, ds []timedDatagram, latency, jitterBuffer time.Duration, dir string) (srtResult, error) {
+// viaStdin hands the datagrams to the SRT sender through its standard input (a
+// pipe: a slow reader holds the pacer back) instead of a local UDP socket, whose
+// default receive buffer (212 992 bytes here; srt-live-transmit has no option to
+// grow it) overflows when a large I-frame's datagrams come within one frame's
+// time: loss before SRT that is not SRT's.
+func runSRT(ctx context.Context, nw *netem.Network, ds []timedDatagram, latency, jitterBuffer time.Duration, dir string, viaStdin bool) (srtResult, error) {
 	var res srtResult
 	if _, err := exec.LookPath("srt-live-transmit"); err != nil {
 		return res, errors.New("srt-live-transmit not found: apt-get install srt-tools (the Makefile's TEST_DEPS has it)")
@@ -107,8 +112,22 @@ func runSRT(ctx context.Context, nw *netem.Network, ds []timedDatagram, latency,
 	txStats, rxStats := filepath.Join(dir, "srt-sender-stats.json"), filepath.Join(dir, "srt-receiver-stats.json")
 	_ = os.Remove(txStats)
 	_ = os.Remove(rxStats)
+	input := fmt.Sprintf("udp://%s:%d", server, srtInPort)
+	var stdinR, stdinW *os.File
+	if viaStdin {
+		input = "file://con"
+		var err error
+		if stdinR, stdinW, err = os.Pipe(); err != nil {
+			return res, err
+		}
+		defer stdinR.Close()
+		defer stdinW.Close()
+	}
 	tx := nw.CommandContext(ctx, "server", "srt-live-transmit", "-a", "no", "-s", "100", "-pf", "json", "-f", "-statsout", txStats,
-		fmt.Sprintf("udp://%s:%d", server, srtInPort), fmt.Sprintf("srt://:%d?mode=listener&latency=%s", srtPort, lat))
+		"-chunk", strconv.Itoa(datagramSize), input, fmt.Sprintf("srt://:%d?mode=listener&latency=%s", srtPort, lat))
+	if viaStdin {
+		tx.Stdin = stdinR
+	}
 	txp, err := startWatching(tx, "Accepted SRT target connection")
 	if err != nil {
 		return res, fmt.Errorf("SRT sender: %w", err)
@@ -130,16 +149,27 @@ func runSRT(ctx context.Context, nw *netem.Network, ds []timedDatagram, latency,
 	case <-ctx.Done():
 		return res, ctx.Err()
 	}
-	var in net.Conn
-	if err := nw.Do("server", func() (err error) {
-		in, err = net.Dial("udp", netip.AddrPortFrom(server, srtInPort).String())
-		return err
-	}); err != nil {
-		return res, err
+	var in io.Writer = stdinW
+	if !viaStdin {
+		var conn net.Conn
+		if err := nw.Do("server", func() (err error) {
+			conn, err = net.Dial("udp", netip.AddrPortFrom(server, srtInPort).String())
+			return err
+		}); err != nil {
+			return res, err
+		}
+		defer conn.Close()
+		in = conn
 	}
-	defer in.Close()
 	if err := pace(ctx, in, ds, time.Now()); err != nil {
 		return res, err
+	}
+	if viaStdin {
+		// srt-live-transmit reads a file input through a buffer: push the last
+		// datagrams out with null TS packets (the receiver does not count them).
+		if err := pace(ctx, in, nullFlush(), time.Now()); err != nil {
+			return res, err
+		}
 	}
 	// The tail: SRT holds each packet for the latency window, retransmissions
 	// included.

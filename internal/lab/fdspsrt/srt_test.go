@@ -33,7 +33,7 @@ func TestSRTHarnessMeasuresLoss(t *testing.T) {
 		t.Fatal("srt-live-transmit not found: `make test` installs srt-tools (TEST_DEPS)")
 	}
 	dir := testmedia.AssetWith(t, testmedia.Options{Ladder: "360p:600k", Duration: 8 * time.Second})
-	ts := filepath.Join(t.TempDir(), "clip.ts")
+	ts := filepath.Join(t.TempDir(), "not-made-yet", "clip.ts") // as -asset finds the cache folder
 	if err := makeTS(context.Background(), dir, ts); err != nil {
 		t.Fatal(err)
 	}
@@ -50,9 +50,11 @@ func TestSRTHarnessMeasuresLoss(t *testing.T) {
 		link    netem.Impairment
 		latency time.Duration
 		lossy   bool
+		stdin   bool // the datagrams reach the SRT sender through a pipe (-srt-input stdin)
 	}{
-		{"clean", netem.Impairment{Delay: netem.Duration(10 * time.Millisecond)}, 120 * time.Millisecond, false},
-		{"lossy", netem.Impairment{Delay: netem.Duration(10 * time.Millisecond), Loss: netem.Bernoulli(10)}, 20 * time.Millisecond, true},
+		{"clean", netem.Impairment{Delay: netem.Duration(10 * time.Millisecond)}, 120 * time.Millisecond, false, false},
+		{"clean-stdin", netem.Impairment{Delay: netem.Duration(10 * time.Millisecond)}, 120 * time.Millisecond, false, true},
+		{"lossy", netem.Impairment{Delay: netem.Duration(10 * time.Millisecond), Loss: netem.Bernoulli(10)}, 20 * time.Millisecond, true, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -66,7 +68,7 @@ func TestSRTHarnessMeasuresLoss(t *testing.T) {
 					t.Errorf("netem close: %v", err)
 				}
 			}()
-			r, err := runSRT(ctx, nw, ds, c.latency, 50*time.Millisecond, t.TempDir())
+			r, err := runSRT(ctx, nw, ds, c.latency, 50*time.Millisecond, t.TempDir(), c.stdin)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -112,3 +112,19 @@ func FuzzTSReceiver(f *testing.F) {
 		}
 	})
 }
+
+func TestTSReceiverSkipsNullFlush(t *testing.T) {
+	rx := newTSReceiver()
+	for _, d := range nullFlush() {
+		rx.datagram(d.Data, time.Time{})
+	}
+	if rx.Datagrams != 0 || rx.Malformed != 0 {
+		t.Fatalf("null flush counted: %d datagrams, %d malformed", rx.Datagrams, rx.Malformed)
+	}
+	// A datagram with one null packet among others is the stream's.
+	d := append(append([]byte(nil), nullFlush()[0].Data[:188]...), make([]byte, 188)...)
+	d[188] = 0x47
+	if allNull(d) {
+		t.Fatal("a datagram with a PID-0 packet read as null only")
+	}
+}

@@ -97,6 +97,9 @@ type Stats struct {
 	// TCPParts is each substream's TCPReport as sent: how long its TCP part took
 	// and how early (or late) it was complete.
 	TCPParts []TCPReport `json:"tcp_parts"`
+	// UDPParts is each played substream's UDP part: loss, lateness and how close
+	// its packets came to their deadlines (udpparts.go).
+	UDPParts []UDPPart `json:"udp_parts"`
 	// StartedAt is the local wall time of the session's start (Samples' T = 0).
 	StartedAt time.Time `json:"started_at"`
 }
@@ -161,6 +164,8 @@ type client struct {
 	drops0             int64      // the socket's drop count at the start
 	wmu                sync.Mutex // one writer of client frames at a time (reports from two goroutines)
 	sink               Sink       // from opts.NewSink at the first access unit; the player's only
+	parts              map[uint32]*UDPPart
+	playedAUs          map[uint32][]AU // the last keepPlayed played substreams' maps
 }
 
 // Play runs a client session to the end of the stream, Duration, a fatal error or
@@ -495,17 +500,25 @@ func (c *client) readUDP(u net.Conn) {
 		default:
 			c.stats.UDPBytes += int64(n)
 			s := c.sub(f.Substream)
+			now := time.Now()
 			switch {
 			case s == nil:
 				c.stats.Late++ // its substream is played (or implausibly far ahead)
+				if aus, ok := c.playedAUs[f.Substream]; ok {
+					c.placeUDP(f, aus, true, now)
+				}
 			case int(f.Seq) < s.doneSeq:
 				c.stats.Late++
+				c.placeUDP(f, s.aus, true, now)
 			default:
 				if _, dup := s.frags[f.Seq]; dup {
 					c.stats.Dups++
 				} else {
 					f.Data = append([]byte(nil), f.Data...) // buf is reused
 					s.frags[f.Seq] = f
+					if s.complete {
+						c.placeUDP(f, s.aus, false, now)
+					}
 				}
 			}
 		}

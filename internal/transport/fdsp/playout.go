@@ -60,6 +60,7 @@ func (c *client) play(ctx context.Context) error {
 		c.stats.BPs = append(c.stats.BPs, int(s.hdr.BP))
 		c.bpSum += int(s.hdr.BP)
 		delete(c.subs, k)
+		c.keepPlayedAUs(k, s.aus)
 		c.playing = k + 1
 		st := c.stats
 		c.mu.Unlock()
@@ -128,6 +129,8 @@ func (c *client) playSubstream(ctx context.Context, s *rxSub, deadline func(uint
 	}
 	ps := c.ps
 	asc := c.asc
+	part := c.part(s.hdr.Index)
+	part.BP, part.ShiftMS = int(s.hdr.BP), ms(c.shift)
 	c.mu.Unlock()
 	if c.opts.NewSink != nil && c.sink == nil {
 		if c.sink, err = c.opts.NewSink(asc); err != nil {
@@ -154,6 +157,8 @@ func (c *client) playSubstream(ctx context.Context, s *rxSub, deadline func(uint
 		expected += int(a.UDPPackets)
 		c.stats.Lost += miss
 		c.stats.Expected += int(a.UDPPackets)
+		part.Lost += miss
+		part.Packets += int(a.UDPPackets)
 		c.stats.Packets += udpPackets(a)
 		c.stats.AUs++
 		c.shownPTS, c.shownDur, c.shownAt = uint64(int64(a.DTS)+int64(a.CTO)), uint64(a.Duration), time.Now()
@@ -230,6 +235,7 @@ func (c *client) finish(err error) Stats {
 	if st.Expected > 0 {
 		st.UDPLoss = float64(st.Lost) / float64(st.Expected)
 	}
+	st.UDPParts = c.udpParts()
 	if st.AUs > 0 {
 		st.Decodable = float64(st.DecodableAUs) / float64(st.AUs)
 	}
