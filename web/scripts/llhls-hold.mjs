@@ -8,14 +8,7 @@
 
 import { readFileSync } from 'node:fs';
 
-const s2 = (ms) => (ms == null ? '–' : (ms / 1000).toFixed(2));
-
-function median(v) {
-  const s = v.filter(Number.isFinite).sort((a, b) => a - b);
-  if (!s.length) return null;
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
+import { median, s2 } from './tabulate.mjs';
 
 /** The origin's --ll-hls-part-hold-back of a results file ("default" when unset). */
 function holdOf(doc) {

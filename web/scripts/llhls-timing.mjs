@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 
 const f1 = (x) => (x == null ? '–' : (Math.round(x * 10) / 10).toString());
-const s2 = (ms) => (ms == null ? '–' : (ms / 1000).toFixed(2));
+import { s2 } from './tabulate.mjs';
 
 function quantile(values, q) {
   const v = values.filter(Number.isFinite).sort((a, b) => a - b);
