@@ -76,3 +76,38 @@ cap_load() {
   "${pin[@]}" "$BIN" load "$url" --json "$@" > "$OUT/$file.json"
 }
 
+
+# cap_nginx ARCHIVE ORIGIN_PORT CGROUP_DIR [EXTRA_LOCATIONS] — nginx (one worker, on
+# core 0) pulling the live channel's MPD from the origin and serving its segments from
+# the origin's archive on $NGX_PORT, its processes put in CGROUP_DIR; waits for its
+# pid file and a few archived segments. Sets NGX_PIDS.
+cap_nginx() {
+  local arch=$1 origin=$2 cg=$3 extra=${4-}
+  cat > "$work/nginx.conf" <<NGX
+worker_processes 1;
+worker_rlimit_nofile $(ulimit -Hn);
+pid $work/nginx.pid;
+error_log $work/nginx-error.log warn;
+events { worker_connections $(( $(ulimit -Hn) - 100 )); }
+http {
+  access_log off;
+  sendfile on; tcp_nopush on; tcp_nodelay on;
+  keepalive_requests 1000000; keepalive_timeout 120s;
+  open_file_cache max=10000 inactive=60s;
+  types { video/mp4 m4s mp4; application/dash+xml mpd; }
+  server {
+    listen 127.0.0.1:$NGX_PORT backlog=8192;
+    $extra
+    location = /live/seg/manifest.mpd { proxy_pass http://127.0.0.1:$origin; }
+    location /live/seg/ { alias $arch/; add_header Cache-Control "public, max-age=31536000, immutable"; }
+  }
+}
+NGX
+  ulimit -n "$(ulimit -Hn)" # nginx keeps its soft limit; worker_rlimit_nofile asks for more
+  rm -f "$work/nginx.pid"
+  taskset -c 0 nginx -c "$work/nginx.conf" -e "$work/nginx-error.log"
+  local i p; for i in $(seq 50); do [ -s "$work/nginx.pid" ] && break; sleep 0.1; done
+  NGX_PIDS="$(cat "$work/nginx.pid") $(pgrep -P "$(cat "$work/nginx.pid")" | tr '\n' ' ')"
+  for p in $NGX_PIDS; do echo "$p" > "$cg/cgroup.procs"; done
+  sleep 4 # a few segments in the archive
+}

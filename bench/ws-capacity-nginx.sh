@@ -57,31 +57,7 @@ ARCH="$work/archive"
 cap_serve "$SB_PORT" "$ASSETS" 1 0 "seg=cap,archive=$ARCH"
 echo "$SB_PID" > "$CG/sb-cap-origin/cgroup.procs"
 
-cat > "$work/nginx.conf" <<NGX
-worker_processes 1;
-worker_rlimit_nofile $(ulimit -Hn);
-pid $work/nginx.pid;
-error_log $work/nginx-error.log warn;
-events { worker_connections $(( $(ulimit -Hn) - 100 )); }
-http {
-  access_log off;
-  sendfile on; tcp_nopush on; tcp_nodelay on;
-  keepalive_requests 1000000; keepalive_timeout 120s;
-  open_file_cache max=10000 inactive=60s;
-  types { video/mp4 m4s mp4; application/dash+xml mpd; }
-  server {
-    listen 127.0.0.1:$NGX_PORT backlog=8192;
-    location = /live/seg/manifest.mpd { proxy_pass http://127.0.0.1:$SB_PORT; }
-    location /live/seg/ { alias $ARCH/; add_header Cache-Control "public, max-age=31536000, immutable"; }
-  }
-}
-NGX
-ulimit -n "$(ulimit -Hn)" # nginx keeps its soft limit; worker_rlimit_nofile asks for more
-taskset -c 0 nginx -c "$work/nginx.conf" -e "$work/nginx-error.log"
-for i in $(seq 50); do [ -s "$work/nginx.pid" ] && break; sleep 0.1; done
-NGX_PIDS="$(cat "$work/nginx.pid") $(pgrep -P "$(cat "$work/nginx.pid")" | tr '\n' ' ')"
-for p in $NGX_PIDS; do echo "$p" > "$CG/sb-cap-nginx/cgroup.procs"; done
-sleep 4 # a few segments in the archive
+cap_nginx "$ARCH" "$SB_PORT" "$CG/sb-cap-nginx"
 curl -sf "http://127.0.0.1:$NGX_PORT/live/seg/manifest.mpd" -o /dev/null || { echo "nginx does not answer:"; cat "$work/nginx-error.log"; exit 1; }
 echo "== origin pid $SB_PID, nginx pids $NGX_PIDS; each held to $CPU_QUOTA core on core 0; clients on core 1"
 

@@ -138,42 +138,16 @@ run_nginx() { # run_nginx I
   local arch=$work/archive
   serve "$A" "" "$PORT" "seg=cap,archive=$arch"
   echo "$SB_PID" > "$ACCT/sb-steady-aux/cgroup.procs"
-  cat > "$work/nginx.conf" <<NGX
-worker_processes 1;
-worker_rlimit_nofile $(ulimit -Hn);
-pid $work/nginx.pid;
-error_log $work/nginx-error.log warn;
-events { worker_connections $(( $(ulimit -Hn) - 100 )); }
-http {
-  access_log off;
-  sendfile on; tcp_nopush on; tcp_nodelay on;
-  keepalive_requests 1000000; keepalive_timeout 120s;
-  open_file_cache max=10000 inactive=60s;
-  types { video/mp4 m4s mp4; application/dash+xml mpd; }
-  server {
-    listen 127.0.0.1:$NGX_PORT backlog=8192;
-    location = /nginx_status { stub_status; }
-    location = /live/seg/manifest.mpd { proxy_pass http://127.0.0.1:$PORT; }
-    location /live/seg/ { alias $arch/; add_header Cache-Control "public, max-age=31536000, immutable"; }
-  }
-}
-NGX
-  ulimit -n "$(ulimit -Hn)"
-  rm -f "$work/nginx.pid"
-  taskset -c 0 nginx -c "$work/nginx.conf" -e "$work/nginx-error.log"
-  local i; for i in $(seq 50); do [ -s "$work/nginx.pid" ] && break; sleep 0.1; done
-  NGX_MASTER=$(cat "$work/nginx.pid")
-  local pids="$NGX_MASTER $(pgrep -P "$NGX_MASTER" | tr '\n' ' ')"
-  for p in $pids; do echo "$p" > "$ACCT/sb-steady-srv/cgroup.procs"; done
-  sleep 4 # a few segments in the archive
+  cap_nginx "$arch" "$PORT" "$ACCT/sb-steady-srv" "location = /nginx_status { stub_status; }"
+  NGX_MASTER=${NGX_PIDS%% *}
   load "http://127.0.0.1:$NGX_PORT/live/seg/manifest.mpd" http1 "nginx-$1"
   sleep $((ramp_s + SETTLE))
   if [ "$1" = profile ]; then
-    perf record -F 999 -g -p "$(echo $pids | tr ' ' ',')" -o "$work/perf.data" -- sleep $((2 * WINDOW_PERIODS)) 2>/dev/null
+    perf record -F 999 -g -p "$(echo $NGX_PIDS | tr ' ' ',')" -o "$work/perf.data" -- sleep $((2 * WINDOW_PERIODS)) 2>/dev/null
     perf report -i "$work/perf.data" --no-children --percent-limit 0.5 --stdio 2>/dev/null | head -400 > "$OUT/nginx-profile.perf.txt" || true
     perf script -i "$work/perf.data" 2>/dev/null | tee >(gzip > "$OUT/nginx-profile.script.gz") | python3 bench/perf-classify.py > "$OUT/nginx-profile.parts.md" || true
   else
-    window "nginx-$1" nginx_requests "$(echo $pids | tr ' ' ',')"
+    window "nginx-$1" nginx_requests "$(echo $NGX_PIDS | tr ' ' ',')"
   fi
   wait "$LOAD_PID" || true; LOAD_PID=
   kill "$NGX_MASTER"; NGX_MASTER=
