@@ -222,7 +222,7 @@ func (c *h1Conn) advance() connStep {
 		x := c.srv.exchanges.Get().(*h1Exchange)
 		clear(x.reqHdr)
 		h := h1Head{header: x.reqHdr, prevHost: c.lastHost}
-		if err != nil || parseHead(head, &h) != nil || !leanRoute(h.path, h.query) {
+		if err != nil || parseHead(head, &h) != nil || !h.leanRoute() {
 			c.srv.exchanges.Put(x)
 			if err == nil && isUpgradeHead(head) { // wspush2: WebSocket upgrades stay on the lean path (h1upgrade.go)
 				if c.inLoop {
@@ -382,16 +382,18 @@ func headEnd(b []byte, from int) int {
 	return 0
 }
 
-// leanRoute reports the requests the lean path answers: segments, init segments and
+// leanRoute parses the head's path (into h.res, carried to the handlers) and
+// reports the requests the lean path answers: segments, init segments and
 // manifests, all answered at once (LL-HLS playlist reloads that block and parts,
 // which may wait, stay with net/http, whose request context ends when the client
 // goes away).
-func leanRoute(path, query string) bool {
-	switch layout.Parse(path).Kind {
+func (h *h1Head) leanRoute() bool {
+	h.res = layout.Parse(h.path)
+	switch h.res.Kind {
 	case layout.KindSegment, layout.KindInit, layout.KindManifest:
 		return true
 	case layout.KindPlaylist:
-		return query == ""
+		return h.query == ""
 	}
 	return false
 }
@@ -416,7 +418,8 @@ func (c *h1Conn) serveRequest(h *h1Head, x *h1Exchange) (keep bool) {
 	c.head = x.head[:0]
 	defer func() { x.head, c.head = c.head[:0], nil }()
 	w := &x.w
-	*w = h1Writer{c: c, header: x.resHdr, closeAfter: h.close, pending: w.pending[:0]}
+	*w = h1Writer{c: c, header: x.resHdr, closeAfter: h.close, pending: w.pending[:0],
+		parsed: layout.Parsed{Path: h.path, Res: h.res}}
 	defer func() {
 		c.stopWatch()
 		if p := recover(); p != nil {

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/streambed/streambed/internal/layout"
 )
 
 // h1Writer is the lean path's http.ResponseWriter. It answers as net/http's HTTP/1.1
@@ -30,7 +32,14 @@ type h1Writer struct {
 	pending     []byte // body bytes held before the head while the length is unknown
 	closeAfter  bool   // the connection ends after this response
 	err         error  // the connection failed: nothing more can be sent
+
+	parsed layout.Parsed // the request's path, parsed once on the lean path (layout.ParseFor)
+	rec    recorder      // the metrics' recorder of this response (metrics.wrap), kept here to be pooled
 }
+
+// ParsedPath makes the writer a layout.ParsedCarrier: the handler chain reads the
+// path the lean path parsed instead of parsing it again.
+func (w *h1Writer) ParsedPath() *layout.Parsed { return &w.parsed }
 
 // bufferBeforeChunking is how much body net/http holds before it gives up on
 // learning the length and chunks (its bufferBeforeChunkingSize).

@@ -170,10 +170,23 @@ func streamKeyOf(res layout.Resource, path string) string {
 
 func (m *metrics) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
-		next.ServeHTTP(rec, r)
 		path := r.URL.Path
-		res := layout.Parse(path) // once for the kind and the stream
+		// Parsed once for the whole chain (the lean path has done it already), and
+		// carried on the recorder to the middleware and handlers within.
+		var rec *recorder
+		if hw, ok := w.(*h1Writer); ok {
+			rec = &hw.rec // the lean path's, pooled with its exchange: no allocation
+		} else {
+			rec = new(recorder)
+		}
+		*rec = recorder{ResponseWriter: w, status: http.StatusOK,
+			parsed: layout.Parsed{Path: path, Res: layout.ParseFor(w, path)}}
+		next.ServeHTTP(rec, r)
+		res := rec.parsed.Res
+		if r.URL.Path != path { // a handler within rewrote it: count what it answered
+			path = r.URL.Path
+			res = layout.Parse(path)
+		}
 		kind := kindOf(res, path)
 		km := m.perKind[kind]
 		km.counter(m, kind, rec.status).Inc()
@@ -217,7 +230,11 @@ type recorder struct {
 	status      int
 	bytes       int64
 	wroteHeader bool
+	parsed      layout.Parsed // the request's path (layout.ParseFor)
 }
+
+// ParsedPath makes the recorder a layout.ParsedCarrier for the handlers within.
+func (r *recorder) ParsedPath() *layout.Parsed { return &r.parsed }
 
 func (r *recorder) WriteHeader(code int) {
 	if !r.wroteHeader {
