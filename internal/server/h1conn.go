@@ -75,7 +75,7 @@ type h1Conn struct {
 	sf                     sendfileCall
 	more                   []byte
 	moreErr                error
-	sendfileFn, sendMoreFn func(fd uintptr) bool
+	sendMoreFn, headFileFn func(fd uintptr) bool
 	wv                     [][]byte // what writevStep has still to send
 	wvErr                  error
 	writevFn               func(fd uintptr) bool
@@ -571,25 +571,7 @@ func (c *h1Conn) mayWait() {
 	}
 }
 
-// sendFile sends n bytes of f from offset 0 with sendfile(2). The call is made
-// without telling the scheduler: a non-blocking socket returns at once (EAGAIN
-// when full), and a scheduler told of a system call longer than 20 µs hands the
-// processor to another thread, which is a context switch per segment.
-func (c *h1Conn) sendFile(f *os.File, n int64) (int64, error) {
-	c.sf = sendfileCall{src: int(f.Fd()), n: n}
-	if c.sendfileFn == nil {
-		c.sendfileFn = c.sendfileStep // made once: a method value escapes
-	}
-	err := c.rawWrite(c.sendfileFn)
-	runtime.KeepAlive(f)
-	sent := c.sf.sent
-	if err == nil {
-		err = c.sf.err
-	}
-	return sent, err
-}
-
-// sendfileCall is the state of one sendFile between wake-ups.
+// sendfileCall is the state of one sendfile between wake-ups.
 type sendfileCall struct {
 	src       int
 	off, sent int64
@@ -616,6 +598,45 @@ func (c *h1Conn) sendfileStep(fd uintptr) bool {
 		sf.sent += int64(k)
 	}
 	return true
+}
+
+// sendHeadAndFile sends head with MSG_MORE and then n bytes of f from offset 0 with
+// sendfile(2), in one RawConn.Write: a segment GET takes the socket's write lock and
+// poller state once, not twice. The calls are made without telling the scheduler:
+// a non-blocking socket returns at once (EAGAIN when full), and a scheduler told of
+// a system call longer than 20 µs hands the processor to another thread, which is a
+// context switch per segment. headSent says whether the whole head went out (the
+// response is committed).
+func (c *h1Conn) sendHeadAndFile(head []byte, f *os.File, n int64) (headSent bool, sent int64, err error) {
+	c.more, c.moreErr = head, nil
+	c.sf = sendfileCall{src: int(f.Fd()), n: n}
+	if c.headFileFn == nil {
+		c.headFileFn = c.headFileStep // made once: a method value escapes
+	}
+	err = c.rawWrite(c.headFileFn)
+	runtime.KeepAlive(f)
+	headSent = len(c.more) == 0 && c.moreErr == nil
+	c.more = nil
+	if err == nil {
+		err = c.moreErr
+	}
+	if err == nil {
+		err = c.sf.err
+	}
+	return headSent, c.sf.sent, err
+}
+
+// headFileStep is sendMoreStep and then sendfileStep, resumed where it stopped.
+func (c *h1Conn) headFileStep(fd uintptr) bool {
+	if len(c.more) > 0 {
+		if !c.sendMoreStep(fd) {
+			return false // wait for room, then go on with the head
+		}
+		if c.moreErr != nil || c.full {
+			return true // failed, or full on the event loop (rawWrite calls again)
+		}
+	}
+	return c.sendfileStep(fd)
 }
 
 // sendMore sends b with MSG_MORE: the kernel holds it to go out with the sendfile

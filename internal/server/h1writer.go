@@ -164,12 +164,12 @@ func (w *h1Writer) sendFile(f *os.File, n int64) (bool, error) {
 	if w.err != nil || w.committed || w.clen != n || w.written != 0 || !w.bodyAllowed() || w.c.raw == nil {
 		return false, nil
 	}
-	if err := w.c.sendMore(w.headBytes(nil)); err != nil {
+	headSent, sent, err := w.c.sendHeadAndFile(w.headBytes(nil), f, n)
+	w.committed = headSent
+	if !headSent {
 		w.fail(err)
 		return true, err
 	}
-	w.committed = true
-	sent, err := w.c.sendFile(f, n)
 	w.written += sent
 	if err == nil && sent < n {
 		err = io.ErrUnexpectedEOF // the file shrank: the client sees the close
