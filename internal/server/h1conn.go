@@ -325,12 +325,21 @@ func (c *h1Conn) idleDeadline() {
 	if c.srv.idleTimeout <= 0 {
 		return
 	}
-	now := time.Now()
+	now := c.clock()
 	if now.Sub(c.idleAt) < time.Second {
 		return
 	}
 	c.idleAt = now
 	c.setReadDeadline(now.Add(c.srv.idleTimeout))
+}
+
+// clock is the time now: on an event loop's goroutine, the time its batch of events
+// came (one clock read shared by the batch's requests), elsewhere time.Now.
+func (c *h1Conn) clock() time.Time {
+	if c.loop != nil {
+		return c.loop.now
+	}
+	return time.Now()
 }
 
 // readHead returns the buffered bytes of the next request head, through its empty

@@ -38,6 +38,10 @@ type h1EventLoop struct {
 	// being handled and the next one's index (given to a new goroutine on detach).
 	batch []unix.EpollEvent
 	next  int
+	// now is the time read when the batch came (as nginx's cached time, updated
+	// once per loop iteration): the requests answered in it share one clock read
+	// for their idle deadlines and Date headers.
+	now time.Time
 	// wait's state and its RawConn callback, made once: a closure made per wait
 	// escapes, two allocations per wait.
 	waitEvs []unix.EpollEvent
@@ -145,6 +149,7 @@ func (lp *h1EventLoop) run(pending []unix.EpollEvent) {
 	if every > 0 {
 		_ = lp.file.SetReadDeadline(nextSweep)
 	}
+	lp.now = time.Now()
 	for {
 		lp.batch = pending
 		for lp.next = 0; lp.next < len(lp.batch); {
@@ -160,7 +165,8 @@ func (lp *h1EventLoop) run(pending []unix.EpollEvent) {
 			return
 		}
 		n, err := lp.wait(evs)
-		if every > 0 && (errors.Is(err, os.ErrDeadlineExceeded) || !time.Now().Before(nextSweep)) {
+		lp.now = time.Now()
+		if every > 0 && (errors.Is(err, os.ErrDeadlineExceeded) || !lp.now.Before(nextSweep)) {
 			lp.sweep()
 			nextSweep = time.Now().Add(every)
 			_ = lp.file.SetReadDeadline(nextSweep)

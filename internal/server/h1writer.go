@@ -319,7 +319,7 @@ func (w *h1Writer) headBytes(autoLength []byte) []byte {
 	b = appendHeader(b, h, skip)
 	if _, ok := h["Date"]; !ok {
 		b = append(b, "Date: "...)
-		b = w.c.srv.dates.append(b)
+		b = w.c.srv.dates.append(b, w.c.clock())
 		b = append(b, "\r\n"...)
 	}
 	if autoLength != nil && w.bodyAllowed() && !has(h, "Content-Length") {

@@ -174,12 +174,14 @@ func (m *metrics) wrap(next http.Handler) http.Handler {
 		// Parsed once for the whole chain (the lean path has done it already), and
 		// carried on the recorder to the middleware and handlers within.
 		var rec *recorder
+		var now time.Time // the lean path's clock read (zero: read it when needed)
 		if hw, ok := w.(*h1Writer); ok {
 			rec = &hw.rec // the lean path's, pooled with its exchange: no allocation
+			now = hw.c.clock()
 		} else {
 			rec = new(recorder)
 		}
-		*rec = recorder{ResponseWriter: w, status: http.StatusOK,
+		*rec = recorder{ResponseWriter: w, status: http.StatusOK, now: now,
 			parsed: layout.Parsed{Path: path, Res: layout.ParseFor(w, path)}}
 		next.ServeHTTP(rec, r)
 		res := rec.parsed.Res
@@ -192,22 +194,24 @@ func (m *metrics) wrap(next http.Handler) http.Handler {
 		km.counter(m, kind, rec.status).Inc()
 		km.bytes.Add(float64(rec.bytes))
 		if rec.status < 400 {
-			m.sawViewer(r, streamKeyOf(res, path))
+			m.sawViewer(r, streamKeyOf(res, path), now)
 		}
 	})
 }
 
 // sawViewer notes that the request's client watches the stream in its path. The write
 // lock is taken at most about once a second per client and stream.
-func (m *metrics) sawViewer(r *http.Request, st string) {
+func (m *metrics) sawViewer(r *http.Request, st string, now time.Time) {
 	if st == "" {
 		return
+	}
+	if now.IsZero() {
+		now = time.Now()
 	}
 	host := r.RemoteAddr // "1.2.3.4:5678" or "[::1]:5678": drop the port, keep no copy
 	if i := strings.LastIndexByte(host, ':'); i > 0 {
 		host = host[:i]
 	}
-	now := time.Now()
 	m.mu.RLock()
 	last, ok := m.viewers[st][host]
 	m.mu.RUnlock()
@@ -231,6 +235,21 @@ type recorder struct {
 	bytes       int64
 	wroteHeader bool
 	parsed      layout.Parsed // the request's path (layout.ParseFor)
+	now         time.Time     // the lean path's clock read for the request; zero elsewhere
+}
+
+// clockOf is the time for the request w answers: the lean path's clock read (an
+// event loop's batch time, shared by its requests), else time.Now.
+func clockOf(w http.ResponseWriter) time.Time {
+	switch w := w.(type) {
+	case *recorder:
+		if !w.now.IsZero() {
+			return w.now
+		}
+	case *h1Writer:
+		return w.c.clock()
+	}
+	return time.Now()
 }
 
 // ParsedPath makes the recorder a layout.ParsedCarrier for the handlers within.

@@ -1,6 +1,9 @@
 package server
 
 import (
+	"bufio"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -99,4 +102,38 @@ func requestCount(t *testing.T, s *Server, kind, status string) float64 {
 		}
 	}
 	return 0
+}
+
+// TestLeanPathDateIsCurrent: the lean path's Date header comes from the event loop's
+// batch time (one clock read per batch of events), which must be the time of the
+// batch that carried the request, not of an earlier one: each answer's Date lies
+// between its request's sending (to the second) and its arrival, also for a request
+// on the same connection more than a second after the first.
+func TestLeanPathDateIsCurrent(t *testing.T) {
+	s, _ := testOrigin(t)
+	addr, _ := leanOrigin(t, s, 10*time.Second)
+	c, err := net.Dial("tcp", addr)
+	must(t, err)
+	defer c.Close()
+	br := bufio.NewReader(c)
+	for i := range 2 {
+		if i > 0 {
+			time.Sleep(1100 * time.Millisecond) // the connection waits in the loop across a second boundary
+		}
+		before := time.Now().Truncate(time.Second)
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		_, err := io.WriteString(c, "GET /vod/clip/v1/1.m4s HTTP/1.1\r\nHost: a\r\n\r\n")
+		must(t, err)
+		resp, err := http.ReadResponse(br, nil)
+		must(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		after := time.Now()
+		date, err := http.ParseTime(resp.Header.Get("Date"))
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("request %d: status %d, Date %q: %v", i, resp.StatusCode, resp.Header.Get("Date"), err)
+		}
+		if date.Before(before) || date.After(after) {
+			t.Errorf("request %d: Date %v outside [%v, %v]", i, date, before, after)
+		}
+	}
 }
