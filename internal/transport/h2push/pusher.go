@@ -200,10 +200,6 @@ func (p *Pusher) plan(r *http.Request, trigger layout.Resource, key connKey, h2 
 	if pl.trigger.Kind == layout.KindOther || pl.trigger.Kind == layout.KindPlaylist || pl.trigger.Kind == layout.KindPart {
 		return pl, nil // nothing pushes from these, and ?push= is not theirs to judge
 	}
-	if !h2 && p.pushesNothingOverH1(r, pl.trigger) {
-		pl.strategy = p.cfg.Default
-		return pl, nil
-	}
 	q := r.URL.Query()
 	var chosen *Strategy
 	if v, ok := q["push"]; ok && len(v) > 0 {
