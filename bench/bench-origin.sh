@@ -84,6 +84,7 @@ ASSET=$(cd "$ASSET" && pwd)
 NAME=$(basename "$ASSET")
 work=$(mktemp -d)
 cleanup() {
+  set +e # every step runs, whatever failed before it (a server that died, no jobs left)
   local np=""
   [ -f "$work/nginx.pid" ] && np=$(cat "$work/nginx.pid") && kill "$np" 2>/dev/null
   # shellcheck disable=SC2046
