@@ -39,6 +39,7 @@ help:
 	@echo "make test    install test dependencies and run every test (Go, fuzz seeds, browser)"
 	@echo "make build   build web app and bin/streambed"
 	@echo "make bench-origin   wrk against streambed and nginx serving the same files"
+	@echo "SERVER_QUOTA=0.3 make bench-origin   the same plus a server-bound table: each server in 0.3 of a core (root, cgroup v1)"
 	@echo "make bench-ws-capacity[-nginx]   WebSocket push capacity (root; JSON into docs/results)"
 	@echo "make bench-ws-steady A=OLD_BIN [B=NEW_BIN]   push vs nginx vs the loopback floor: CPU per message with every viewer connected (root)"
 	@echo "make bench-ws-relay   the same push viewers on one origin and behind two relay edges (origin CPU)"

@@ -73,13 +73,19 @@ func (c *FileCache) SetValidFor(d time.Duration) { c.validFor.Store(int64(d)) }
 
 // Get returns the file at path with its validators, loaded once and looked at again
 // at most every validFor.
-func (c *FileCache) Get(path string) (*CachedFile, error) {
+func (c *FileCache) Get(path string) (*CachedFile, error) { return c.GetAt(path, time.Now()) }
+
+// GetAt is Get with the time now given: a server that has read the clock for the
+// request already (an event loop's batch time) saves reading it again.
+func (c *FileCache) GetAt(path string, at time.Time) (*CachedFile, error) {
 	if c != nil {
 		if v, ok := c.m.Load(path); ok {
 			f := v.(*CachedFile)
-			now := time.Now().UnixNano()
+			now := at.UnixNano()
 			last := f.checked.Load()
-			if now-last < c.validFor.Load() || !f.checked.CompareAndSwap(last, now) {
+			// validFor 0 looks at every request, also when at is a little older than
+			// the last look (a batch time read before another request's clock).
+			if vf := c.validFor.Load(); (vf > 0 && now-last < vf) || !f.checked.CompareAndSwap(last, now) {
 				return f, nil // looked at lately, or being looked at by another request
 			}
 			fi, err := os.Stat(path)

@@ -123,3 +123,36 @@ func TestParseSegmentName(t *testing.T) {
 		}
 	}
 }
+
+// carrier is a writer that carries a parsed path, as the origin's writers do.
+type carrier struct{ p Parsed }
+
+func (c *carrier) ParsedPath() *Parsed { return &c.p }
+
+func TestParseForUsesTheCarriedParseOfTheSamePathOnly(t *testing.T) {
+	const path = "/vod/clip/v1/7.m4s"
+	// A carried result that Parse would not give shows it was taken, not recomputed.
+	marked := Resource{Kind: KindSegment, Stream: "carried", Number: 99}
+	if got := ParseFor(&carrier{Parsed{Path: path, Res: marked}}, path); got != marked {
+		t.Errorf("ParseFor with the same path carried = %+v, want the carried %+v", got, marked)
+	}
+	// Another path carried (a middleware rewrote the URL), a nil carrier's field, or
+	// no carrier at all: Parse(path).
+	want := Parse(path)
+	for name, w := range map[string]any{
+		"other path": &carrier{Parsed{Path: "/vod/clip/v1/8.m4s", Res: marked}},
+		"no carrier": struct{}{},
+		"nil":        nil,
+	} {
+		if got := ParseFor(w, path); got != want {
+			t.Errorf("%s: ParseFor = %+v, want Parse's %+v", name, got, want)
+		}
+	}
+}
+
+func TestParseForAllocatesNothing(t *testing.T) {
+	w := &carrier{Parsed{Path: "/vod/clip/v1/7.m4s", Res: Parse("/vod/clip/v1/7.m4s")}}
+	if n := testing.AllocsPerRun(100, func() { _ = ParseFor(w, "/vod/clip/v1/7.m4s") }); n != 0 {
+		t.Errorf("ParseFor allocated %.0f times per call, want 0", n)
+	}
+}

@@ -161,3 +161,70 @@ func BenchmarkLeanVODSegment(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLeanVODSegmentRaw is BenchmarkLeanVODSegment with a client that allocates
+// nothing (it reads the answer's known length back), so -benchmem counts the
+// server's allocations per request.
+func BenchmarkLeanVODSegmentRaw(b *testing.B) {
+	s := benchOrigin(b)
+	t := &testing.T{}
+	var addr string
+	done := make(chan bool)
+	go func() {
+		ok := false
+		defer func() { done <- ok }()
+		addr, _ = leanOrigin(t, s, 10*time.Second)
+		ok = true
+	}()
+	if !<-done {
+		b.Fatal("leanOrigin failed")
+	}
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	req := []byte("GET /vod/clip/v1/1.m4s HTTP/1.1\r\nHost: a\r\n\r\n")
+	// The first answer's length (head and body) is every answer's: the Date header
+	// has a fixed width.
+	buf := make([]byte, 64<<10)
+	if _, err := c.Write(req); err != nil {
+		b.Fatal(err)
+	}
+	n := readAnswer(b, c, buf, 0)
+	if !bytes.HasPrefix(buf, []byte("HTTP/1.1 200 OK\r\n")) {
+		b.Fatalf("answer %q", buf[:n])
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := c.Write(req); err != nil {
+			b.Fatal(err)
+		}
+		readAnswer(b, c, buf, n)
+	}
+}
+
+// readAnswer reads one answer of n bytes, or (n 0) one whose body is the last 800
+// bytes, found by its head's end; it returns the answer's length.
+func readAnswer(b *testing.B, c net.Conn, buf []byte, n int) int {
+	got := 0
+	for {
+		k, err := c.Read(buf[got:])
+		if err != nil {
+			b.Fatal(err)
+		}
+		got += k
+		if n > 0 && got >= n {
+			if got != n {
+				b.Fatalf("answer of %d bytes, want %d", got, n)
+			}
+			return n
+		}
+		if n == 0 {
+			if i := bytes.Index(buf[:got], []byte("\r\n\r\n")); i >= 0 && got >= i+4+800 {
+				return got
+			}
+		}
+	}
+}

@@ -75,7 +75,7 @@ type h1Conn struct {
 	sf                     sendfileCall
 	more                   []byte
 	moreErr                error
-	sendfileFn, sendMoreFn func(fd uintptr) bool
+	sendMoreFn, headFileFn func(fd uintptr) bool
 	wv                     [][]byte // what writevStep has still to send
 	wvErr                  error
 	writevFn               func(fd uintptr) bool
@@ -222,7 +222,7 @@ func (c *h1Conn) advance() connStep {
 		x := c.srv.exchanges.Get().(*h1Exchange)
 		clear(x.reqHdr)
 		h := h1Head{header: x.reqHdr, prevHost: c.lastHost}
-		if err != nil || parseHead(head, &h) != nil || !leanRoute(h.path, h.query) {
+		if err != nil || parseHead(head, &h) != nil || !h.leanRoute() {
 			c.srv.exchanges.Put(x)
 			if err == nil && isUpgradeHead(head) { // wspush2: WebSocket upgrades stay on the lean path (h1upgrade.go)
 				if c.inLoop {
@@ -325,12 +325,21 @@ func (c *h1Conn) idleDeadline() {
 	if c.srv.idleTimeout <= 0 {
 		return
 	}
-	now := time.Now()
+	now := c.clock()
 	if now.Sub(c.idleAt) < time.Second {
 		return
 	}
 	c.idleAt = now
 	c.setReadDeadline(now.Add(c.srv.idleTimeout))
+}
+
+// clock is the time now: on an event loop's goroutine, the time its batch of events
+// came (one clock read shared by the batch's requests), elsewhere time.Now.
+func (c *h1Conn) clock() time.Time {
+	if c.loop != nil {
+		return c.loop.now
+	}
+	return time.Now()
 }
 
 // readHead returns the buffered bytes of the next request head, through its empty
@@ -382,16 +391,18 @@ func headEnd(b []byte, from int) int {
 	return 0
 }
 
-// leanRoute reports the requests the lean path answers: segments, init segments and
+// leanRoute parses the head's path (into h.res, carried to the handlers) and
+// reports the requests the lean path answers: segments, init segments and
 // manifests, all answered at once (LL-HLS playlist reloads that block and parts,
 // which may wait, stay with net/http, whose request context ends when the client
 // goes away).
-func leanRoute(path, query string) bool {
-	switch layout.Parse(path).Kind {
+func (h *h1Head) leanRoute() bool {
+	h.res = layout.Parse(h.path)
+	switch h.res.Kind {
 	case layout.KindSegment, layout.KindInit, layout.KindManifest:
 		return true
 	case layout.KindPlaylist:
-		return query == ""
+		return h.query == ""
 	}
 	return false
 }
@@ -416,7 +427,8 @@ func (c *h1Conn) serveRequest(h *h1Head, x *h1Exchange) (keep bool) {
 	c.head = x.head[:0]
 	defer func() { x.head, c.head = c.head[:0], nil }()
 	w := &x.w
-	*w = h1Writer{c: c, header: x.resHdr, closeAfter: h.close, pending: w.pending[:0]}
+	*w = h1Writer{c: c, header: x.resHdr, closeAfter: h.close, pending: w.pending[:0],
+		parsed: layout.Parsed{Path: h.path, Res: h.res}}
 	defer func() {
 		c.stopWatch()
 		if p := recover(); p != nil {
@@ -568,25 +580,7 @@ func (c *h1Conn) mayWait() {
 	}
 }
 
-// sendFile sends n bytes of f from offset 0 with sendfile(2). The call is made
-// without telling the scheduler: a non-blocking socket returns at once (EAGAIN
-// when full), and a scheduler told of a system call longer than 20 µs hands the
-// processor to another thread, which is a context switch per segment.
-func (c *h1Conn) sendFile(f *os.File, n int64) (int64, error) {
-	c.sf = sendfileCall{src: int(f.Fd()), n: n}
-	if c.sendfileFn == nil {
-		c.sendfileFn = c.sendfileStep // made once: a method value escapes
-	}
-	err := c.rawWrite(c.sendfileFn)
-	runtime.KeepAlive(f)
-	sent := c.sf.sent
-	if err == nil {
-		err = c.sf.err
-	}
-	return sent, err
-}
-
-// sendfileCall is the state of one sendFile between wake-ups.
+// sendfileCall is the state of one sendfile between wake-ups.
 type sendfileCall struct {
 	src       int
 	off, sent int64
@@ -613,6 +607,45 @@ func (c *h1Conn) sendfileStep(fd uintptr) bool {
 		sf.sent += int64(k)
 	}
 	return true
+}
+
+// sendHeadAndFile sends head with MSG_MORE and then n bytes of f from offset 0 with
+// sendfile(2), in one RawConn.Write: a segment GET takes the socket's write lock and
+// poller state once, not twice. The calls are made without telling the scheduler:
+// a non-blocking socket returns at once (EAGAIN when full), and a scheduler told of
+// a system call longer than 20 µs hands the processor to another thread, which is a
+// context switch per segment. headSent says whether the whole head went out (the
+// response is committed).
+func (c *h1Conn) sendHeadAndFile(head []byte, f *os.File, n int64) (headSent bool, sent int64, err error) {
+	c.more, c.moreErr = head, nil
+	c.sf = sendfileCall{src: int(f.Fd()), n: n}
+	if c.headFileFn == nil {
+		c.headFileFn = c.headFileStep // made once: a method value escapes
+	}
+	err = c.rawWrite(c.headFileFn)
+	runtime.KeepAlive(f)
+	headSent = len(c.more) == 0 && c.moreErr == nil
+	c.more = nil
+	if err == nil {
+		err = c.moreErr
+	}
+	if err == nil {
+		err = c.sf.err
+	}
+	return headSent, c.sf.sent, err
+}
+
+// headFileStep is sendMoreStep and then sendfileStep, resumed where it stopped.
+func (c *h1Conn) headFileStep(fd uintptr) bool {
+	if len(c.more) > 0 {
+		if !c.sendMoreStep(fd) {
+			return false // wait for room, then go on with the head
+		}
+		if c.moreErr != nil || c.full {
+			return true // failed, or full on the event loop (rawWrite calls again)
+		}
+	}
+	return c.sendfileStep(fd)
 }
 
 // sendMore sends b with MSG_MORE: the kernel holds it to go out with the sendfile

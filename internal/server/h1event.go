@@ -38,6 +38,16 @@ type h1EventLoop struct {
 	// being handled and the next one's index (given to a new goroutine on detach).
 	batch []unix.EpollEvent
 	next  int
+	// now is the time read when the batch came (as nginx's cached time, updated
+	// once per loop iteration): the requests answered in it share one clock read
+	// for their idle deadlines and Date headers.
+	now time.Time
+	// wait's state and its RawConn callback, made once: a closure made per wait
+	// escapes, two allocations per wait.
+	waitEvs []unix.EpollEvent
+	waitN   int
+	waitErr error
+	waitFn  func(fd uintptr) bool
 
 	mu     sync.Mutex
 	conns  map[int32]*h1Conn // the connections in the set, by descriptor
@@ -139,6 +149,7 @@ func (lp *h1EventLoop) run(pending []unix.EpollEvent) {
 	if every > 0 {
 		_ = lp.file.SetReadDeadline(nextSweep)
 	}
+	lp.now = time.Now()
 	for {
 		lp.batch = pending
 		for lp.next = 0; lp.next < len(lp.batch); {
@@ -154,7 +165,8 @@ func (lp *h1EventLoop) run(pending []unix.EpollEvent) {
 			return
 		}
 		n, err := lp.wait(evs)
-		if every > 0 && (errors.Is(err, os.ErrDeadlineExceeded) || !time.Now().Before(nextSweep)) {
+		lp.now = time.Now()
+		if every > 0 && (errors.Is(err, os.ErrDeadlineExceeded) || !lp.now.Before(nextSweep)) {
 			lp.sweep()
 			nextSweep = time.Now().Add(every)
 			_ = lp.file.SetReadDeadline(nextSweep)
@@ -172,27 +184,35 @@ func (lp *h1EventLoop) run(pending []unix.EpollEvent) {
 // wait returns the events that are ready, waiting in Go's poller (so on no thread)
 // while there are none.
 func (lp *h1EventLoop) wait(evs []unix.EpollEvent) (int, error) {
-	var n int
-	var werr error
-	err := lp.rc.Read(func(fd uintptr) bool {
-		// Raw, as the sockets' calls (h1conn.go): a call the scheduler is told of may
-		// lose the processor to another thread, and then the runtime's monitor,
-		// having taken one back, polls every 20 µs on the servers' core.
-		k, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, fd, uintptr(unsafe.Pointer(&evs[0])), uintptr(len(evs)), 0, 0, 0)
-		switch {
-		case errno == unix.EINTR:
-			return true // looked again at once by the caller
-		case errno != 0:
-			werr = errno
-			return true
-		}
-		n = int(k)
-		return n > 0
-	})
+	if lp.waitFn == nil {
+		lp.waitFn = lp.waitStep
+	}
+	lp.waitEvs, lp.waitN, lp.waitErr = evs, 0, nil
+	err := lp.rc.Read(lp.waitFn)
+	lp.waitEvs = nil
 	if err != nil {
 		return 0, err
 	}
-	return n, werr
+	return lp.waitN, lp.waitErr
+}
+
+// waitStep is wait's epoll_pwait: true when events came or it failed, false to
+// wait in Go's poller for the set to be readable.
+func (lp *h1EventLoop) waitStep(fd uintptr) bool {
+	evs := lp.waitEvs
+	// Raw, as the sockets' calls (h1conn.go): a call the scheduler is told of may
+	// lose the processor to another thread, and then the runtime's monitor,
+	// having taken one back, polls every 20 µs on the servers' core.
+	k, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, fd, uintptr(unsafe.Pointer(&evs[0])), uintptr(len(evs)), 0, 0, 0)
+	switch {
+	case errno == unix.EINTR:
+		return true // looked again at once by the caller
+	case errno != 0:
+		lp.waitErr = errno
+		return true
+	}
+	lp.waitN = int(k)
+	return lp.waitN > 0
 }
 
 // handle answers what one event brought; false when this goroutine left the loop.

@@ -268,7 +268,9 @@ func (c *replayConn) CloseWrite() error {
 // NetConn is the socket beneath, for TCP statistics (as tls.Conn offers it).
 func (c *replayConn) NetConn() net.Conn { return c.Conn }
 
-// dateCache formats the Date header once a second.
+// dateCache formats the Date header once a second; append is given the time (an
+// event loop's batch time, which may be a few milliseconds old, as nginx's cached
+// time is).
 type dateCache struct {
 	v atomic.Pointer[dateValue]
 }
@@ -278,8 +280,7 @@ type dateValue struct {
 	b   []byte
 }
 
-func (d *dateCache) append(b []byte) []byte {
-	now := time.Now()
+func (d *dateCache) append(b []byte, now time.Time) []byte {
 	v := d.v.Load()
 	if v == nil || v.sec != now.Unix() {
 		v = &dateValue{sec: now.Unix(), b: now.UTC().AppendFormat(nil, http.TimeFormat)}

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/streambed/streambed/internal/layout"
 )
 
 // h1Head is an HTTP/1.1 request head as the lean segment path reads it: only the
@@ -25,6 +27,8 @@ type h1Head struct {
 	close  bool // Connection: close
 
 	prevHost string // the connection's last Host, reused when this one is the same
+
+	res layout.Resource // path parsed by leanRoute, carried to the handlers on the writer
 }
 
 // errNotLean says a request head is not one the lean path serves: net/http takes it.

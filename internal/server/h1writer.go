@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/streambed/streambed/internal/layout"
 )
 
 // h1Writer is the lean path's http.ResponseWriter. It answers as net/http's HTTP/1.1
@@ -30,7 +32,14 @@ type h1Writer struct {
 	pending     []byte // body bytes held before the head while the length is unknown
 	closeAfter  bool   // the connection ends after this response
 	err         error  // the connection failed: nothing more can be sent
+
+	parsed layout.Parsed // the request's path, parsed once on the lean path (layout.ParseFor)
+	rec    recorder      // the metrics' recorder of this response (metrics.wrap), kept here to be pooled
 }
+
+// ParsedPath makes the writer a layout.ParsedCarrier: the handler chain reads the
+// path the lean path parsed instead of parsing it again.
+func (w *h1Writer) ParsedPath() *layout.Parsed { return &w.parsed }
 
 // bufferBeforeChunking is how much body net/http holds before it gives up on
 // learning the length and chunks (its bufferBeforeChunkingSize).
@@ -155,12 +164,12 @@ func (w *h1Writer) sendFile(f *os.File, n int64) (bool, error) {
 	if w.err != nil || w.committed || w.clen != n || w.written != 0 || !w.bodyAllowed() || w.c.raw == nil {
 		return false, nil
 	}
-	if err := w.c.sendMore(w.headBytes(nil)); err != nil {
+	headSent, sent, err := w.c.sendHeadAndFile(w.headBytes(nil), f, n)
+	w.committed = headSent
+	if !headSent {
 		w.fail(err)
 		return true, err
 	}
-	w.committed = true
-	sent, err := w.c.sendFile(f, n)
 	w.written += sent
 	if err == nil && sent < n {
 		err = io.ErrUnexpectedEOF // the file shrank: the client sees the close
@@ -310,7 +319,7 @@ func (w *h1Writer) headBytes(autoLength []byte) []byte {
 	b = appendHeader(b, h, skip)
 	if _, ok := h["Date"]; !ok {
 		b = append(b, "Date: "...)
-		b = w.c.srv.dates.append(b)
+		b = w.c.srv.dates.append(b, w.c.clock())
 		b = append(b, "\r\n"...)
 	}
 	if autoLength != nil && w.bodyAllowed() && !has(h, "Content-Length") {

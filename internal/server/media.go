@@ -215,7 +215,7 @@ func (s *Server) serveVODTrack(w http.ResponseWriter, r *http.Request, name, tra
 func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, path string, kind media.Kind) {
 	fs, lean := w.(fileSender)
 	lean = lean && isPlainGet(r)
-	cf, fd, err := s.openSegment(path, lean) // lean: sendfile at an offset, no seek
+	cf, fd, err := s.openSegment(path, lean, clockOf(w)) // lean: sendfile at an offset, no seek
 	if err != nil {
 		httperr.Write(w, fmt.Errorf("segment file: %w", media.ErrNotFound))
 		return
@@ -253,9 +253,9 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, path string, 
 // openSegment borrows a descriptor of the segment file at path from the file cache,
 // for reads at offsets (at) or from the start; a file replaced on disk since it was
 // cached is cached again, once.
-func (s *Server) openSegment(path string, at bool) (*hub.CachedFile, *os.File, error) {
+func (s *Server) openSegment(path string, at bool, now time.Time) (*hub.CachedFile, *os.File, error) {
 	for try := 0; ; try++ {
-		cf, err := s.files.Get(path)
+		cf, err := s.files.GetAt(path, now)
 		if err != nil {
 			return nil, nil, err
 		}

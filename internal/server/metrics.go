@@ -170,31 +170,48 @@ func streamKeyOf(res layout.Resource, path string) string {
 
 func (m *metrics) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
-		next.ServeHTTP(rec, r)
 		path := r.URL.Path
-		res := layout.Parse(path) // once for the kind and the stream
+		// Parsed once for the whole chain (the lean path has done it already), and
+		// carried on the recorder to the middleware and handlers within.
+		var rec *recorder
+		var now time.Time // the lean path's clock read (zero: read it when needed)
+		if hw, ok := w.(*h1Writer); ok {
+			rec = &hw.rec // the lean path's, pooled with its exchange: no allocation
+			now = hw.c.clock()
+		} else {
+			rec = new(recorder)
+		}
+		*rec = recorder{ResponseWriter: w, status: http.StatusOK, now: now,
+			parsed: layout.Parsed{Path: path, Res: layout.ParseFor(w, path)}}
+		next.ServeHTTP(rec, r)
+		res := rec.parsed.Res
+		if r.URL.Path != path { // a handler within rewrote it: count what it answered
+			path = r.URL.Path
+			res = layout.Parse(path)
+		}
 		kind := kindOf(res, path)
 		km := m.perKind[kind]
 		km.counter(m, kind, rec.status).Inc()
 		km.bytes.Add(float64(rec.bytes))
 		if rec.status < 400 {
-			m.sawViewer(r, streamKeyOf(res, path))
+			m.sawViewer(r, streamKeyOf(res, path), now)
 		}
 	})
 }
 
 // sawViewer notes that the request's client watches the stream in its path. The write
 // lock is taken at most about once a second per client and stream.
-func (m *metrics) sawViewer(r *http.Request, st string) {
+func (m *metrics) sawViewer(r *http.Request, st string, now time.Time) {
 	if st == "" {
 		return
+	}
+	if now.IsZero() {
+		now = time.Now()
 	}
 	host := r.RemoteAddr // "1.2.3.4:5678" or "[::1]:5678": drop the port, keep no copy
 	if i := strings.LastIndexByte(host, ':'); i > 0 {
 		host = host[:i]
 	}
-	now := time.Now()
 	m.mu.RLock()
 	last, ok := m.viewers[st][host]
 	m.mu.RUnlock()
@@ -217,7 +234,26 @@ type recorder struct {
 	status      int
 	bytes       int64
 	wroteHeader bool
+	parsed      layout.Parsed // the request's path (layout.ParseFor)
+	now         time.Time     // the lean path's clock read for the request; zero elsewhere
 }
+
+// clockOf is the time for the request w answers: the lean path's clock read (an
+// event loop's batch time, shared by its requests), else time.Now.
+func clockOf(w http.ResponseWriter) time.Time {
+	switch w := w.(type) {
+	case *recorder:
+		if !w.now.IsZero() {
+			return w.now
+		}
+	case *h1Writer:
+		return w.c.clock()
+	}
+	return time.Now()
+}
+
+// ParsedPath makes the recorder a layout.ParsedCarrier for the handlers within.
+func (r *recorder) ParsedPath() *layout.Parsed { return &r.parsed }
 
 func (r *recorder) WriteHeader(code int) {
 	if !r.wroteHeader {

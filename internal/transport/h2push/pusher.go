@@ -160,20 +160,21 @@ type plan struct {
 
 func (p *Pusher) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	h2 := r.ProtoMajor == 2
+	trigger := layout.ParseFor(w, r.URL.Path) // the origin's writer carries it parsed
 	var key connKey
 	if h2 {
 		key = keyOf(r)
 		cs := p.conns.get(key)
 		defer p.conns.put(key, cs)
-		if !p.inProgress(layout.Parse(r.URL.Path)) {
+		if !p.inProgress(trigger) {
 			defer cs.hold()() // the client's requests go before promised responses (live.go)
 		}
 	}
-	if r.Method != http.MethodGet {
-		next.ServeHTTP(w, r)
+	if r.Method != http.MethodGet || (!h2 && p.pushesNothingOverH1(r, trigger)) {
+		next.ServeHTTP(w, r) // the latter: no plan to make (and none allocated)
 		return
 	}
-	pl, err := p.plan(r, key, h2)
+	pl, err := p.plan(r, trigger, key, h2)
 	if err != nil {
 		httperr.Write(w, httperr.WithStatus(http.StatusBadRequest, err))
 		return
@@ -192,15 +193,12 @@ func (p *Pusher) serve(w http.ResponseWriter, r *http.Request, next http.Handler
 	next.ServeHTTP(w, r)
 }
 
-// plan works out the strategy and the push set of a request.
-func (p *Pusher) plan(r *http.Request, key connKey, h2 bool) (*plan, error) {
-	pl := &plan{trigger: layout.Parse(r.URL.Path)}
+// plan works out the strategy and the push set of a request, whose path parsed is
+// trigger.
+func (p *Pusher) plan(r *http.Request, trigger layout.Resource, key connKey, h2 bool) (*plan, error) {
+	pl := &plan{trigger: trigger}
 	if pl.trigger.Kind == layout.KindOther || pl.trigger.Kind == layout.KindPlaylist || pl.trigger.Kind == layout.KindPart {
 		return pl, nil // nothing pushes from these, and ?push= is not theirs to judge
-	}
-	if !h2 && p.pushesNothingOverH1(r, pl.trigger) {
-		pl.strategy = p.cfg.Default
-		return pl, nil
 	}
 	q := r.URL.Query()
 	var chosen *Strategy
