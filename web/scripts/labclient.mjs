@@ -313,6 +313,7 @@ async function main() {
     // slowest few.
     report.request_timing = net.timings.result();
     report.request_log = net.timings.log(t0);
+    report.t0_ms = t0; // epoch ms of the session's start: puts metrics.client_tcp's events beside the log
     report.page_events = events.map(([t, text]) => [t - t0, text]);
     const xhrParts = await page.evaluate(() => window.__xhrParts ?? null).catch(() => null);
     if (xhrParts) report.xhr_parts = xhrParts;
