@@ -291,6 +291,7 @@ async function main() {
     report.stall_count = s.stalls;
     report.stall_ms = round3(s.stallMs);
     report.short_waits = s.shortWaits;
+    report.waits = s.waits; // the page's last 20 waits: media time and length (stalls are those of 100 ms or more)
     report.switches = probe.switches;
     report.avg_bitrate_kbps = probe.playS > 0 ? round3(probe.bitS / probe.playS / 1000) : null;
     report.per_bitrate_s = Object.fromEntries(Object.entries(probe.perBitrateS).map(([k, v]) => [`${Number(k) / 1000}k`, round3(v)]));

@@ -1,0 +1,76 @@
+// Where each page stall of a lab run of hls.js came from
+// (experiments/latency-browser-hls-stalls.yaml): for every stall, the requests that
+// were late around it (which kind, which rendition, on which connection, where their
+// time went), the packets the emulated link dropped just before it (metrics.link_drops:
+// a request, a response's data, an ACK, a SYN) and both ends' TCP recovery on the
+// client's connections (metrics.client_tcp.events: retransmissions, RTOs as the
+// "loss" state, fast recovery), then one Markdown row per run and a cause per stall.
+//
+//   node web/scripts/llhls-stalls.mjs RESULTS.json [RESULTS.json ...]            # tables
+//   node web/scripts/llhls-stalls.mjs --detail RESULTS.json [RESULTS.json ...]   # and each stall's evidence
+
+import { readFileSync } from 'node:fs';
+
+import { causeOf, lateRequests, netAround, stallsOf } from './stalls.mjs';
+import { median, s2 } from './tabulate.mjs';
+
+const detail = process.argv.includes('--detail');
+const files = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+
+const protoOf = (cell) => (cell.transport === 'hls-h2' ? 'HTTP/2' : 'HTTP/1.1');
+const rows = [];
+const stallRows = [];
+for (const file of files) {
+  const doc = JSON.parse(readFileSync(file, 'utf8'));
+  const set = file.split('/').slice(-2, -1)[0];
+  for (const r of doc.runs) {
+    const m = r.metrics ?? {};
+    const ct = m.client_tcp ?? {};
+    const cc = ct.counters ?? {};
+    const st = m.server_tcp ?? {};
+    const lk = m.link ?? {};
+    const stalls = stallsOf(m);
+    rows.push({
+      proto: protoOf(r.cell), set, rep: r.rep, error: r.error || null, latency: m.latency_ms, target: m.target_latency_ms,
+      stallCount: m.stall_count, stallMS: m.stall_ms, switches: m.switches,
+      client: `${cc.TCPTimeouts ?? '–'} / ${cc.TCPLossProbes ?? '–'} / ${cc.TCPSynRetrans ?? '–'} / ${cc.RetransSegs ?? '–'}`,
+      server: `${st.TCPTimeouts ?? '–'} / ${st.TCPLossProbes ?? '–'} / ${st.RetransSegs ?? '–'}`,
+      link: `${lk['client>server']?.lost ?? '–'} / ${lk['server>client']?.lost ?? '–'}`,
+      conns: ct.connections?.length ?? '–', slowSyn: (ct.connections ?? []).filter((c) => c.syn_sent_ms > 0).length,
+      load: m.machine?.load_per_core, busy: m.machine?.cpu_busy,
+    });
+    for (const s of stalls) {
+      const late = lateRequests(m.request_log, s.at);
+      const net = netAround(m, s.at);
+      stallRows.push({ proto: protoOf(r.cell), set, rep: r.rep, at: s.at, ms: s.ms, cause: causeOf(late, net) });
+      if (!detail) continue;
+      console.log(`\n### ${set} ${protoOf(r.cell)} round ${r.rep}: stall at ${s2(s.at)} s (${s.ms == null ? '?' : Math.round(s.ms)} ms, from the page's ${s.how})`);
+      console.log('late requests (session s issued, kind, path, queue/connect/wait/body/total ms, conn, new, aborted):');
+      for (const q of late.slice(0, 8)) console.log(`  ${s2(q.t)} ${q.kind} ${q.path} ${q.queue}/${q.connect}/${q.wait}/${q.body}/${q.total} conn ${q.conn}${q.fresh ? ' new' : ''}${q.aborted ? ' ' + q.aborted : ''}`);
+      console.log('link drops (session s, direction, what, client port):');
+      for (const d of net.drops) console.log(`  ${s2(d.t)} ${d.dir} ${d.what}${d.payload ? ' ' + d.payload + ' B' : ''} port ${d.port} (${d.why})`);
+      console.log('TCP events on the client\'s connections (session s, whose sender, event, client port):');
+      for (const e of net.events) console.log(`  ${s2(e.t)} ${e.side} ${e.kind} port ${e.port}`);
+    }
+  }
+}
+
+console.log('| protocol | set | round | latency (s) | hls.js target (s) | page stalls | switches | client RTO / TLP / SYN retrans / retransmitted | origin RTO / TLP / retransmitted | link lost up / down | client connections (slow handshakes) | load/core (CPU busy) |');
+console.log('|---|---|---:|---:|---:|---|---:|---|---|---|---|---:|');
+for (const r of rows) {
+  const stalls = r.stallCount ? `${r.stallCount} (${s2(r.stallMS)} s)` : '0';
+  console.log(`| ${r.proto} | ${r.set} | ${r.rep} | ${r.error ? `failed: ${r.error}` : s2(r.latency)} | ${s2(r.target)} | ${stalls} | ${r.switches ?? '–'} | ${r.client} | ${r.server} | ${r.link} | ${r.conns} (${r.slowSyn}) | ${r.load ?? '–'} (${r.busy == null ? '–' : Math.round(r.busy * 100) + ' %'}) |`);
+}
+console.log('');
+console.log('| protocol | set | round | stall at (s) | length (ms) | late request; lost packets in the 2.5 s before; TCP recovery then |');
+console.log('|---|---|---:|---:|---:|---|');
+for (const s of stallRows) console.log(`| ${s.proto} | ${s.set} | ${s.rep} | ${s2(s.at)} | ${s.ms == null ? '?' : Math.round(s.ms)} | ${s.cause} |`);
+console.log('');
+console.log('| protocol | runs | latency median (min–max) | runs ≤ 1.33 s with no page stall | runs with a page stall |');
+console.log('|---|---:|---|---:|---:|');
+for (const p of ['HTTP/1.1', 'HTTP/2']) {
+  const rs = rows.filter((r) => r.proto === p && !r.error && Number.isFinite(r.latency));
+  if (!rs.length) continue;
+  const lat = rs.map((r) => r.latency);
+  console.log(`| ${p} | ${rs.length} | ${s2(median(lat))} (${s2(Math.min(...lat))}–${s2(Math.max(...lat))}) | ${rs.filter((r) => r.latency <= 1330 && r.stallCount === 0).length} | ${rs.filter((r) => r.stallCount > 0).length} |`);
+}
