@@ -31,6 +31,7 @@ type tcpWatch struct {
 	nw       *netem.Network
 	counters map[string]int64
 	socks    *sockSampler
+	server   *sockSampler // the origin's sockets to the client: its sender state over time
 	trace    *tcpTrace
 	start    time.Time
 }
@@ -39,7 +40,8 @@ func watchTCP(ctx context.Context, nw *netem.Network) *tcpWatch {
 	return &tcpWatch{
 		nw:       nw,
 		counters: tcpCounters(nw, "client"),
-		socks:    startSockSampler(ctx, nw, "client", nw.Server(), sockEvery),
+		socks:    startSockSampler(ctx, nw, "client", nw.Server(), sockEvery, false),
+		server:   startServerSampler(ctx, nw),
 		trace:    startTCPTrace(nw.Server(), httpPort, httpsPort),
 		start:    time.Now(),
 	}
@@ -57,6 +59,20 @@ type ClientTCP struct {
 	OtherEvents int            `json:"other_events"` // on ports the client namespace never had (another lab's)
 	TraceError  string         `json:"trace_error,omitempty"`
 	StartMS     int64          `json:"start_ms"`
+	// ServerSockets is the origin's side of the same connections every sample:
+	// congestion window, pacing and delivery rates, BBR's estimate.
+	ServerSockets *SockTimeline `json:"server_sockets,omitempty"`
+}
+
+// SockTimeline is sampled socket state as rows of Columns.
+type SockTimeline struct {
+	Columns []string   `json:"columns"`
+	Rows    [][9]int64 `json:"rows"`
+}
+
+// startServerSampler samples the origin's sockets to the client host.
+func startServerSampler(ctx context.Context, nw *netem.Network) *sockSampler {
+	return startSockSampler(ctx, nw, serverHost(nw), nw.Addr("client"), sockEvery, true)
 }
 
 func (w *tcpWatch) stop() ClientTCP {
@@ -64,6 +80,10 @@ func (w *tcpWatch) stop() ClientTCP {
 	events := w.trace.stop()
 	out.TraceError = w.trace.why
 	out.Connections, out.Samples = w.socks.stop()
+	if w.server != nil {
+		_, _ = w.server.stop()
+		out.ServerSockets = &SockTimeline{Columns: serverSockColumns, Rows: w.server.rows}
+	}
 	out.Counters = counterDeltaOf(clientTCPCounters, w.counters, tcpCounters(w.nw, "client"))
 	ours := map[uint16]bool{}
 	for _, c := range out.Connections {

@@ -30,6 +30,29 @@ type sockSample struct {
 	Lost          int64 // packets the sender believes lost now
 	Backoff       int64 // icsk_backoff: RTO doublings in progress
 	RTOms         float64
+	// The sender's side: congestion window (packets), packets not yet acknowledged,
+	// pacing and delivery rate and BBR's bandwidth estimate (kbit/s; 0 when absent).
+	Cwnd, Unacked                       int64
+	PacingKbps, DeliveryKbps, BBRBwKbps int64
+}
+
+// parseRate reads an ss rate ("1012721610bps", "87.4Mbps") as kbit/s.
+func parseRate(v string) int64 {
+	mult := 1.0
+	for _, u := range []struct {
+		suffix string
+		m      float64
+	}{{"Gbps", 1e9}, {"Mbps", 1e6}, {"Kbps", 1e3}, {"kbps", 1e3}, {"bps", 1}} {
+		if strings.HasSuffix(v, u.suffix) {
+			v, mult = strings.TrimSuffix(v, u.suffix), u.m
+			break
+		}
+	}
+	x, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return 0
+	}
+	return int64(x * mult / 1000)
 }
 
 // parseSS reads `ss -tinoHO` output (one socket per line, no header). Lines it cannot
@@ -49,7 +72,24 @@ func parseSS(text string) []sockSample {
 		if s.Peer, err = netip.ParseAddrPort(f[4]); err != nil {
 			continue
 		}
-		for _, kv := range f[5:] {
+		for i, kv := range f[5:] {
+			switch kv { // "name value" pairs
+			case "pacing_rate", "delivery_rate":
+				if 5+i+1 < len(f) {
+					r := parseRate(f[5+i+1])
+					if kv == "pacing_rate" {
+						s.PacingKbps = r
+					} else {
+						s.DeliveryKbps = r
+					}
+				}
+				continue
+			}
+			if bw, ok := strings.CutPrefix(kv, "bbr:(bw:"); ok {
+				bw, _, _ = strings.Cut(bw, ",")
+				s.BBRBwKbps = parseRate(strings.TrimSuffix(bw, ")"))
+				continue
+			}
 			k, v, ok := strings.Cut(kv, ":")
 			if !ok {
 				continue
@@ -68,6 +108,10 @@ func parseSS(text string) []sockSample {
 				s.SegsIn = n()
 			case "lost":
 				s.Lost = n()
+			case "cwnd":
+				s.Cwnd = n()
+			case "unacked":
+				s.Unacked = n()
 			case "backoff":
 				s.Backoff = n()
 			case "rto":
@@ -101,6 +145,13 @@ type ClientConn struct {
 	synSince      int64
 }
 
+// serverSockColumns name the rows of the server's socket timeline.
+var serverSockColumns = []string{"ms", "client_port", "cwnd", "unacked", "pacing_kbps", "delivery_kbps", "bbr_bw_kbps", "total_retrans", "lost"}
+
+// maxSockRows bounds a run's timeline (60 s of 200 ms samples of ~10 connections is
+// 3,000 rows).
+const maxSockRows = 20000
+
 // sockSampler runs `ss` in a host every interval and folds its sockets to peer into
 // ClientConns. One shell loop per run: cheap, and the sample's time is when its
 // marker line is read.
@@ -108,13 +159,18 @@ type sockSampler struct {
 	mu      sync.Mutex
 	conns   map[uint16]*ClientConn
 	samples int
-	cmd     *exec.Cmd
-	done    chan struct{}
+	// The server's side: sockets are keyed by their peer's (the client's) port, and
+	// each sample's sender state is kept as a timeline row (serverSockColumns).
+	serverSide bool
+	rows       [][9]int64
+	cmd        *exec.Cmd
+	done       chan struct{}
 }
 
-// startSockSampler samples host's TCP sockets whose peer is peer's address. It stops
+// startSockSampler samples host's TCP sockets whose peer is peer's address (on the
+// server's side, serverSide, also as a timeline). It stops
 // when ctx ends or stop is called; an error starting it gives nil (figures are extra).
-func startSockSampler(ctx context.Context, nw *netem.Network, host string, peer netip.Addr, every time.Duration) *sockSampler {
+func startSockSampler(ctx context.Context, nw *netem.Network, host string, peer netip.Addr, every time.Duration, serverSide bool) *sockSampler {
 	loop := "while :; do echo @; ss -tinoHO; sleep " + strconv.FormatFloat(every.Seconds(), 'f', 3, 64) + "; done"
 	cmd := nw.CommandContext(ctx, host, "sh", "-c", loop)
 	out, err := cmd.StdoutPipe()
@@ -124,7 +180,7 @@ func startSockSampler(ctx context.Context, nw *netem.Network, host string, peer 
 	if err := cmd.Start(); err != nil {
 		return nil
 	}
-	s := &sockSampler{conns: map[uint16]*ClientConn{}, cmd: cmd, done: make(chan struct{})}
+	s := &sockSampler{conns: map[uint16]*ClientConn{}, cmd: cmd, done: make(chan struct{}), serverSide: serverSide}
 	go s.read(out, peer)
 	return s
 }
@@ -164,9 +220,16 @@ func (s *sockSampler) fold(at int64, socks []sockSample, peer netip.Addr) {
 		if k.Peer.Addr() != peer {
 			continue
 		}
-		c := s.conns[k.Local.Port()]
+		port := k.Local.Port()
+		if s.serverSide {
+			port = k.Peer.Port()
+			if len(s.rows) < maxSockRows {
+				s.rows = append(s.rows, [9]int64{at, int64(port), k.Cwnd, k.Unacked, k.PacingKbps, k.DeliveryKbps, k.BBRBwKbps, k.TotalRetrans, k.Lost})
+			}
+		}
+		c := s.conns[port]
 		if c == nil {
-			c = &ClientConn{Port: k.Local.Port(), FirstMS: at}
+			c = &ClientConn{Port: port, FirstMS: at}
 			s.conns[c.Port] = c
 		}
 		c.LastMS = at

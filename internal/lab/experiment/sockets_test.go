@@ -60,3 +60,25 @@ ESTAB 0 0 10.77.0.1:60000 10.99.0.9:8080 bbr rto:204 bytes_received:1
 		t.Errorf("sender in backoff = %+v", tx)
 	}
 }
+
+func TestParseSSSenderState(t *testing.T) {
+	line := "ESTAB 0 0 10.77.0.2:8080 10.77.0.1:54906 ts sack bbr wscale:10,10 rto:208 cwnd:14 unacked:3 bytes_sent:134464 bbr:(bw:10581315672bps,mrtt:0.016,pacing_gain:2.88672,cwnd_gain:2.88672) send 1012721610bps pacing_rate 468230400bps delivery_rate 27.8Mbps retrans:0/1\n"
+	s := parseSS(line)
+	if len(s) != 1 {
+		t.Fatalf("%d sockets", len(s))
+	}
+	k := s[0]
+	if k.Cwnd != 14 || k.Unacked != 3 || k.PacingKbps != 468230 || k.DeliveryKbps != 27800 || k.BBRBwKbps != 10581315 || k.TotalRetrans != 1 {
+		t.Errorf("sender state = %+v", k)
+	}
+	srv := &sockSampler{conns: map[uint16]*ClientConn{}, serverSide: true}
+	srv.fold(7, s, netip.MustParseAddr("10.77.0.1"))
+	if len(srv.rows) != 1 || srv.rows[0] != [9]int64{7, 54906, 14, 3, 468230, 27800, 10581315, 1, 0} || srv.conns[54906] == nil {
+		t.Errorf("server timeline = %v, connections %v; want one row keyed by the client's port", srv.rows, srv.conns)
+	}
+	for v, want := range map[string]int64{"1.5Mbps": 1500, "2Gbps": 2000000, "999bps": 0, "x": 0} {
+		if got := parseRate(v); got != want {
+			t.Errorf("parseRate(%q) = %d, want %d", v, got, want)
+		}
+	}
+}
