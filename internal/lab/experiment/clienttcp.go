@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"sort"
 	"strings"
 	"time"
 
@@ -68,6 +69,7 @@ type ClientTCP struct {
 type SockTimeline struct {
 	Columns []string   `json:"columns"`
 	Rows    [][9]int64 `json:"rows"`
+	CC      []string   `json:"cc"` // the congestion controls the sockets had
 }
 
 // startServerSampler samples the origin's sockets to the client host.
@@ -82,7 +84,11 @@ func (w *tcpWatch) stop() ClientTCP {
 	out.Connections, out.Samples = w.socks.stop()
 	if w.server != nil {
 		_, _ = w.server.stop()
-		out.ServerSockets = &SockTimeline{Columns: serverSockColumns, Rows: w.server.rows}
+		out.ServerSockets = &SockTimeline{Columns: serverSockColumns, Rows: w.server.rows, CC: []string{}}
+		for cc := range w.server.ccs {
+			out.ServerSockets.CC = append(out.ServerSockets.CC, cc)
+		}
+		sort.Strings(out.ServerSockets.CC)
 	}
 	out.Counters = counterDeltaOf(clientTCPCounters, w.counters, tcpCounters(w.nw, "client"))
 	ours := map[uint16]bool{}

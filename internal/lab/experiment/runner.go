@@ -128,12 +128,6 @@ func Execute(ctx context.Context, s *Scenario, opts Options) (*Results, error) {
 	opts.Log.Info("network up", "backend", nw.Backend(), "why", nw.Why(), "server", nw.Server())
 
 	defer os.RemoveAll(filepath.Join(opts.OutDir, ".origin")) // after the origin stops
-	if cc := s.Origin.TCPCongestion; cc != "" {               // the origin machine's default, before its listeners
-		if out, err := nw.Command(serverHost(nw), "sysctl", "-qw", "net.ipv4.tcp_congestion_control="+cc).CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("origin.tcp_congestion %q: %v: %s", cc, err, out)
-		}
-	}
-	serverCC, _ := nw.Command(serverHost(nw), "cat", "/proc/sys/net/ipv4/tcp_congestion_control").Output()
 	origin, err := StartOrigin(ctx, nw, s, durs, assets, opts)
 	if err != nil {
 		return nil, err
@@ -181,7 +175,6 @@ func Execute(ctx context.Context, s *Scenario, opts Options) (*Results, error) {
 			r.Key, r.Cell, r.Rep = key, cell, rep
 			if c := ctcp.stop(); r.Metrics != nil {
 				r.Metrics["client_tcp"] = c // the client's side: its counters, connections, each end's loss events
-				r.Metrics["server_tcp_cc"] = strings.TrimSpace(string(serverCC))
 				if d := linkDrops(nw.Drops(c.StartMS)); d != nil {
 					r.Metrics["link_drops"] = d // which packets the link lost, when
 				}

@@ -78,10 +78,6 @@ type Play struct {
 // Origin sets how the origin runs.
 type Origin struct {
 	Args []string `yaml:"args"` // more `streambed serve` flags
-	// TCPCongestion is the server host's default TCP congestion control (its
-	// namespace's net.ipv4.tcp_congestion_control), e.g. cubic or bbr: an origin
-	// machine's setting. Empty keeps what a new namespace inherits from this machine.
-	TCPCongestion string `yaml:"tcp_congestion"`
 }
 
 // Plot picks the axes of the metric plots.

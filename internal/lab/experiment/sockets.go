@@ -19,6 +19,7 @@ import (
 // and the tcp_info figures that say how it recovered losses and what it carried.
 type sockSample struct {
 	State         string
+	CC            string // congestion control, when ss names it (cubic, bbr, reno)
 	Local, Peer   netip.AddrPort
 	BytesSent     int64
 	BytesRetrans  int64
@@ -72,8 +73,14 @@ func parseSS(text string) []sockSample {
 		if s.Peer, err = netip.ParseAddrPort(f[4]); err != nil {
 			continue
 		}
+		// A dual-stack listener's sockets show IPv4 peers as ::ffff:a.b.c.d.
+		s.Local = netip.AddrPortFrom(s.Local.Addr().Unmap(), s.Local.Port())
+		s.Peer = netip.AddrPortFrom(s.Peer.Addr().Unmap(), s.Peer.Port())
 		for i, kv := range f[5:] {
-			switch kv { // "name value" pairs
+			switch kv { // "name value" pairs, and the congestion control's bare name
+			case "cubic", "bbr", "reno", "bbr2", "bbr3", "dctcp", "vegas", "westwood", "htcp":
+				s.CC = kv
+				continue
 			case "pacing_rate", "delivery_rate":
 				if 5+i+1 < len(f) {
 					r := parseRate(f[5+i+1])
@@ -163,6 +170,7 @@ type sockSampler struct {
 	// each sample's sender state is kept as a timeline row (serverSockColumns).
 	serverSide bool
 	rows       [][9]int64
+	ccs        map[string]bool // congestion controls seen
 	cmd        *exec.Cmd
 	done       chan struct{}
 }
@@ -221,6 +229,12 @@ func (s *sockSampler) fold(at int64, socks []sockSample, peer netip.Addr) {
 			continue
 		}
 		port := k.Local.Port()
+		if k.CC != "" {
+			if s.ccs == nil {
+				s.ccs = map[string]bool{}
+			}
+			s.ccs[k.CC] = true
+		}
 		if s.serverSide {
 			port = k.Peer.Port()
 			if len(s.rows) < maxSockRows {

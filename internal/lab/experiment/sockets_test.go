@@ -62,13 +62,13 @@ ESTAB 0 0 10.77.0.1:60000 10.99.0.9:8080 bbr rto:204 bytes_received:1
 }
 
 func TestParseSSSenderState(t *testing.T) {
-	line := "ESTAB 0 0 10.77.0.2:8080 10.77.0.1:54906 ts sack bbr wscale:10,10 rto:208 cwnd:14 unacked:3 bytes_sent:134464 bbr:(bw:10581315672bps,mrtt:0.016,pacing_gain:2.88672,cwnd_gain:2.88672) send 1012721610bps pacing_rate 468230400bps delivery_rate 27.8Mbps retrans:0/1\n"
+	line := "ESTAB 0 0 [::ffff:10.77.0.2]:8080 [::ffff:10.77.0.1]:54906 ts sack bbr wscale:10,10 rto:208 cwnd:14 unacked:3 bytes_sent:134464 bbr:(bw:10581315672bps,mrtt:0.016,pacing_gain:2.88672,cwnd_gain:2.88672) send 1012721610bps pacing_rate 468230400bps delivery_rate 27.8Mbps retrans:0/1\n"
 	s := parseSS(line)
 	if len(s) != 1 {
 		t.Fatalf("%d sockets", len(s))
 	}
 	k := s[0]
-	if k.Cwnd != 14 || k.Unacked != 3 || k.PacingKbps != 468230 || k.DeliveryKbps != 27800 || k.BBRBwKbps != 10581315 || k.TotalRetrans != 1 {
+	if k.CC != "bbr" || k.Cwnd != 14 || k.Unacked != 3 || k.PacingKbps != 468230 || k.DeliveryKbps != 27800 || k.BBRBwKbps != 10581315 || k.TotalRetrans != 1 {
 		t.Errorf("sender state = %+v", k)
 	}
 	srv := &sockSampler{conns: map[uint16]*ClientConn{}, serverSide: true}
