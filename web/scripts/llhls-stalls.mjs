@@ -11,7 +11,7 @@
 
 import { readFileSync } from 'node:fs';
 
-import { causeOf, lateRequests, netAround, stallsOf } from './stalls.mjs';
+import { causeOf, classify, connPorts, lateRequests, netAround, stallsOf } from './stalls.mjs';
 import { median, s2 } from './tabulate.mjs';
 
 const detail = process.argv.includes('--detail');
@@ -39,12 +39,15 @@ for (const file of files) {
       conns: ct.connections?.length ?? '–', slowSyn: (ct.connections ?? []).filter((c) => c.syn_sent_ms > 0).length,
       load: m.machine?.load_per_core, busy: m.machine?.cpu_busy,
     });
+    const ports = connPorts(m);
     for (const s of stalls) {
       const late = lateRequests(m.request_log, s.at);
       const net = netAround(m, s.at);
-      stallRows.push({ proto: protoOf(r.cell), set, rep: r.rep, at: s.at, ms: s.ms, cause: causeOf(late, net) });
+      const k = classify(m, late, ports);
+      stallRows.push({ proto: protoOf(r.cell), set, rep: r.rep, at: s.at, ms: s.ms, cause: causeOf(late, net), cls: k.cls, port: k.port, pacing: k.pacing_kbps, cc: (m.client_tcp?.server_sockets?.cc ?? []).join(',') || '–' });
       if (!detail) continue;
       console.log(`\n### ${set} ${protoOf(r.cell)} round ${r.rep}: stall at ${s2(s.at)} s (${s.ms == null ? '?' : Math.round(s.ms)} ms, from the page's ${s.how})`);
+      console.log(`class: ${k.cls}; late request's connection ≈ port ${k.port}; origin's lowest pacing while it loaded ${k.pacing_kbps ?? '–'} kbit/s, cwnd ${k.cwnd ?? '–'}`);
       console.log('late requests (session s issued, kind, path, queue/connect/wait/body/total ms, conn, new, aborted):');
       for (const q of late.slice(0, 8)) console.log(`  ${s2(q.t)} ${q.kind} ${q.path} ${q.queue}/${q.connect}/${q.wait}/${q.body}/${q.total} conn ${q.conn}${q.fresh ? ' new' : ''}${q.aborted ? ' ' + q.aborted : ''}`);
       console.log('link drops (session s, direction, what, client port):');
@@ -62,9 +65,17 @@ for (const r of rows) {
   console.log(`| ${r.proto} | ${r.set} | ${r.rep} | ${r.error ? `failed: ${r.error}` : s2(r.latency)} | ${s2(r.target)} | ${stalls} | ${r.switches ?? '–'} | ${r.client} | ${r.server} | ${r.link} | ${r.conns} (${r.slowSyn}) | ${r.load ?? '–'} (${r.busy == null ? '–' : Math.round(r.busy * 100) + ' %'}) |`);
 }
 console.log('');
-console.log('| protocol | set | round | stall at (s) | length (ms) | late request; lost packets in the 2.5 s before; TCP recovery then |');
-console.log('|---|---|---:|---:|---:|---|');
-for (const s of stallRows) console.log(`| ${s.proto} | ${s.set} | ${s.rep} | ${s2(s.at)} | ${s.ms == null ? '?' : Math.round(s.ms)} | ${s.cause} |`);
+console.log('| protocol | set | round | stall at (s) | length (ms) | class | lowest pacing of the origin on its connection while it loaded (kbit/s) | late request; lost packets in the 2.5 s before; TCP recovery then |');
+console.log('|---|---|---:|---:|---:|---|---:|---|');
+for (const s of stallRows) console.log(`| ${s.proto} | ${s.set} | ${s.rep} | ${s2(s.at)} | ${s.ms == null ? '?' : Math.round(s.ms)} | ${s.cls} | ${s.pacing ?? '–'} | ${s.cause} |`);
+console.log('');
+console.log('| protocol | origin congestion control | stalls | ' + [...new Set(stallRows.map((s) => s.cls))].join(' | ') + ' |');
+const classes = [...new Set(stallRows.map((s) => s.cls))];
+console.log('|---|---|---:|' + classes.map(() => '---:').join('|') + '|');
+for (const key of [...new Set(stallRows.map((s) => `${s.proto} | ${s.cc}`))]) {
+  const ss = stallRows.filter((s) => `${s.proto} | ${s.cc}` === key);
+  console.log(`| ${key} | ${ss.length} | ${classes.map((c) => ss.filter((s) => s.cls === c).length).join(' | ')} |`);
+}
 console.log('');
 console.log('| protocol | runs | latency median (min–max) | runs ≤ 1.33 s with no page stall | runs with a page stall |');
 console.log('|---|---:|---|---:|---:|');

@@ -98,3 +98,71 @@ export function causeOf(late, net) {
   parts.push(tcp.length ? tcp.join(', ') : 'no TCP recovery');
   return parts.join('; ');
 }
+
+/** Chromium's connection ids → the client's ports, by bytes: each id's response bytes
+ * in the request log against each sampled connection's bytes received, paired largest
+ * first (headers make the socket's a little more). A guess; ids left over map to null. */
+export function connPorts(m) {
+  const log = m.request_log;
+  const conns = m.client_tcp?.connections ?? [];
+  if (!log || !conns.length) return new Map();
+  const c = (n) => col(log, n);
+  const byConn = new Map();
+  for (const r of log.rows) {
+    const id = r[c('conn')];
+    if (id == null) continue;
+    byConn.set(id, (byConn.get(id) ?? 0) + (r[c('bytes')] ?? 0));
+  }
+  const ids = [...byConn.entries()].sort((a, b) => b[1] - a[1]);
+  const ports = [...conns].sort((a, b) => b.bytes_received - a.bytes_received);
+  const out = new Map();
+  ids.forEach(([id], i) => out.set(id, ports[i]?.port ?? null));
+  return out;
+}
+
+/** The origin's slowest sender state on port while a response loaded (session ms
+ * from..to, with the last sample before from): the lowest pacing rate and congestion
+ * window sampled, or null without samples. */
+export function senderDuring(m, port, from, to) {
+  const tl = m.client_tcp?.server_sockets;
+  if (!tl?.rows || port == null) return null;
+  const ci = (k) => tl.columns.indexOf(k);
+  const a = m.t0_ms + from;
+  const b = m.t0_ms + to;
+  let before = null;
+  const during = [];
+  for (const r of tl.rows) {
+    if (r[ci('client_port')] !== port) continue;
+    if (r[0] <= a) before = r;
+    else if (r[0] <= b) during.push(r);
+  }
+  const rows = before ? [before, ...during] : during;
+  if (!rows.length) return null;
+  return { pacing_kbps: Math.min(...rows.map((r) => r[ci('pacing_kbps')])), cwnd: Math.min(...rows.map((r) => r[ci('cwnd')])) };
+}
+
+/** The class of a stall from its late media request and what happened on that
+ * request's connection: "request lost", "response loss" (a packet of the response
+ * lost and recovered while it loaded), "slow after a loss" (nothing lost while it
+ * loaded, but its connection recovered a loss in the 1.5 s before: the sender's rate
+ * after that recovery), or "no loss on its connection". */
+export function classify(m, late, ports) {
+  const req = late.find((r) => r.kind === 'part' || r.kind === 'segment' || r.kind === 'init') ?? late[0];
+  if (!req) return { cls: 'no late request' };
+  const port = ports.get(req.conn) ?? null;
+  const t0 = m.t0_ms;
+  const drops = [];
+  for (const [dir, rows] of Object.entries(m.link_drops ?? {})) {
+    const up = dir.startsWith('client');
+    for (const [ms, , sport, dport, , payload] of rows) if ((up ? sport : dport) === port) drops.push({ t: ms - t0, up, payload });
+  }
+  const ev = (m.client_tcp?.events ?? []).filter(([, side, kind, p]) => p === port && side === 'server' && (kind === 'retransmit' || kind === 'loss')).map(([ms, , kind]) => ({ t: ms - t0, kind }));
+  const end = req.t + req.total;
+  const sender = senderDuring(m, port, req.t + (req.queue ?? 0) + (req.wait ?? 0), end);
+  const base = { port, req, pacing_kbps: sender?.pacing_kbps ?? null, cwnd: sender?.cwnd ?? null };
+  if (port == null) return { ...base, cls: 'connection unknown' };
+  if (drops.some((d) => d.up && d.payload > 0 && d.t >= req.t - 50 && d.t <= req.t + (req.queue ?? 0) + (req.wait ?? 0))) return { ...base, cls: 'request lost' };
+  if (drops.some((d) => !d.up && d.payload > 0 && d.t >= req.t && d.t <= end)) return { ...base, cls: 'response loss' };
+  if (ev.some((e) => e.t >= req.t - 1500 && e.t <= req.t)) return { ...base, cls: 'slow after a loss' };
+  return { ...base, cls: 'no loss on its connection' };
+}

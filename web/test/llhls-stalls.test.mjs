@@ -2,10 +2,10 @@
 // browser, no lab.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { causeOf, lateRequests, netAround, stallsOf } from '../scripts/stalls.mjs';
+import { causeOf, classify, connPorts, lateRequests, netAround, senderDuring, stallsOf } from '../scripts/stalls.mjs';
 
 const t0 = 1_000_000;
-const columns = ['t_ms', 'kind', 'path', 'queue_ms', 'connect_ms', 'wait_ms', 'body_ms', 'total_ms', 'new_conn', 'conn', 'aborted'];
+const columns = ['t_ms', 'kind', 'path', 'queue_ms', 'connect_ms', 'wait_ms', 'body_ms', 'total_ms', 'new_conn', 'conn', 'aborted', 'bytes'];
 const run = {
   t0_ms: t0,
   samples: [
@@ -18,10 +18,10 @@ const run = {
   request_log: {
     columns,
     rows: [
-      [8000, 'part', 'v720/1.3.m4s', 1, 0, 50, 20, 71, 0, 7, ''], // on time
-      [9200, 'part', 'v720/1.4.m4s', 1, 0, 55, 900, 956, 0, 7, ''], // the late one
-      [9300, 'reload', 'v720/playlist.m3u8', 1, 0, 180, 2, 183, 0, 8, ''],
-      [12000, 'part', 'v720/1.9.m4s', 1, 0, 55, 900, 956, 0, 7, ''], // after the stall
+      [8000, 'part', 'v720/1.3.m4s', 1, 0, 50, 20, 71, 0, 7, '', 37000], // on time
+      [9200, 'part', 'v720/1.4.m4s', 1, 0, 55, 900, 956, 0, 7, '', 37000], // the late one
+      [9300, 'reload', 'v720/playlist.m3u8', 1, 0, 180, 2, 183, 0, 8, '', 2000],
+      [12000, 'part', 'v720/1.9.m4s', 1, 0, 55, 900, 956, 0, 7, '', 37000], // after the stall
     ],
   },
   link_drops: {
@@ -29,6 +29,16 @@ const run = {
     'client>server': [[t0 + 4000, 'loss', 41002, 8080, 'A', 0, 6]], // too early
   },
   client_tcp: {
+    connections: [{ port: 41002, bytes_received: 2500 }, { port: 41000, bytes_received: 112000 }],
+    server_sockets: {
+      columns: ['ms', 'client_port', 'cwnd', 'unacked', 'pacing_kbps', 'delivery_kbps', 'bbr_bw_kbps', 'total_retrans', 'lost'],
+      rows: [
+        [t0 + 9100, 41000, 20, 0, 5000, 5000, 5000, 1, 0],
+        [t0 + 9300, 41000, 4, 1, 40, 40, 40, 2, 0],
+        [t0 + 9300, 41002, 10, 0, 6000, 6000, 6000, 0, 0],
+        [t0 + 11000, 41000, 2, 0, 10, 10, 10, 2, 0], // after the part
+      ],
+    },
     events: [
       [t0 + 9290, 'server', 'open', 41000],
       [t0 + 9600, 'server', 'loss', 41000],
@@ -62,4 +72,32 @@ test('netAround and causeOf name the lost packet and the recovery', () => {
   assert.match(cause, /part v720\/1\.4\.m4s 956 ms \(body 900 ms\)/);
   assert.match(cause, /lost: response data down/);
   assert.match(cause, /server RTO ×1/);
+});
+
+test('connPorts pairs connection ids with ports by bytes', () => {
+  const ports = connPorts(run);
+  assert.equal(ports.get(7), 41000);
+  assert.equal(ports.get(8), 41002);
+});
+
+test('senderDuring gives the slowest sampled sender state while a response loaded', () => {
+  assert.deepEqual(senderDuring(run, 41000, 9255, 10156), { pacing_kbps: 40, cwnd: 4 });
+  assert.equal(senderDuring(run, 5, 0, 1), null);
+});
+
+test('classify tells a loss in the response from a slow sender after an earlier loss', () => {
+  const late = lateRequests(run.request_log, 9700);
+  const k = classify(run, late, connPorts(run));
+  assert.equal(k.cls, 'response loss');
+  assert.equal(k.port, 41000);
+  assert.equal(k.pacing_kbps, 40);
+  // Without the drop in the response, but with a retransmission on its connection 0.5 s
+  // before it was asked for: the sender was slow after recovering a loss.
+  const quiet = { ...run, link_drops: {}, client_tcp: { ...run.client_tcp, events: [[t0 + 8700, 'server', 'retransmit', 41000]] } };
+  assert.equal(classify(quiet, late, connPorts(quiet)).cls, 'slow after a loss');
+  const none = { ...quiet, client_tcp: { ...quiet.client_tcp, events: [] } };
+  assert.equal(classify(none, late, connPorts(none)).cls, 'no loss on its connection');
+  // The request itself lost on the way up.
+  const up = { ...none, link_drops: { 'client>server': [[t0 + 9210, 'loss', 41000, 8080, 'AP', 300, 1]] } };
+  assert.equal(classify(up, late, connPorts(up)).cls, 'request lost');
 });
