@@ -99,23 +99,51 @@ export function causeOf(late, net) {
   return parts.join('; ');
 }
 
-/** Chromium's connection ids → the client's ports, by bytes: each id's response bytes
- * in the request log against each sampled connection's bytes received, paired largest
- * first (headers make the socket's a little more). A guess; ids left over map to null. */
+/** Chromium's connection ids → the client's ports. Each id's requests are time
+ * windows (issued to last byte); each port's dropped response packets and the origin's
+ * retransmissions on it are instants: an id goes to the port with the most instants
+ * inside its windows (a loss shows on the connection whose response it slowed), ports
+ * taken greedily, best score first. Ids with no such instant are paired by bytes (each
+ * id's response bytes against each connection's bytes received, largest first). A
+ * guess from timing; an id left over maps to null. */
 export function connPorts(m) {
   const log = m.request_log;
   const conns = m.client_tcp?.connections ?? [];
   if (!log || !conns.length) return new Map();
   const c = (n) => col(log, n);
-  const byConn = new Map();
+  const t0 = m.t0_ms;
+  const windows = new Map();
+  const bytes = new Map();
   for (const r of log.rows) {
     const id = r[c('conn')];
     if (id == null) continue;
-    byConn.set(id, (byConn.get(id) ?? 0) + (r[c('bytes')] ?? 0));
+    (windows.get(id) ?? windows.set(id, []).get(id)).push([r[c('t_ms')], r[c('t_ms')] + (r[c('total_ms')] ?? 0)]);
+    bytes.set(id, (bytes.get(id) ?? 0) + (r[c('bytes')] ?? 0));
   }
-  const ids = [...byConn.entries()].sort((a, b) => b[1] - a[1]);
-  const ports = [...conns].sort((a, b) => b.bytes_received - a.bytes_received);
+  const instants = new Map();
+  const add = (port, t) => (instants.get(port) ?? instants.set(port, []).get(port)).push(t);
+  for (const [dir, rows] of Object.entries(m.link_drops ?? {})) {
+    if (!dir.startsWith('server')) continue;
+    for (const [ms, , , dport, , payload] of rows) if (payload > 0) add(dport, ms - t0);
+  }
+  for (const [ms, side, kind, port] of m.client_tcp?.events ?? []) if (side === 'server' && kind === 'retransmit') add(port, ms - t0);
+  const scores = [];
+  for (const [id, ws] of windows) {
+    for (const [port, ts] of instants) {
+      const n = ts.filter((t) => ws.some(([a, b]) => t >= a && t <= b)).length;
+      if (n > 0) scores.push([n, id, port]);
+    }
+  }
+  scores.sort((a, b) => b[0] - a[0]);
   const out = new Map();
+  const used = new Set();
+  for (const [, id, port] of scores) {
+    if (out.has(id) || used.has(port)) continue;
+    out.set(id, port);
+    used.add(port);
+  }
+  const ids = [...bytes.entries()].filter(([id]) => !out.has(id)).sort((a, b) => b[1] - a[1]);
+  const ports = conns.filter((k) => !used.has(k.port)).sort((a, b) => b.bytes_received - a.bytes_received);
   ids.forEach(([id], i) => out.set(id, ports[i]?.port ?? null));
   return out;
 }

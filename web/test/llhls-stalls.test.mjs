@@ -74,10 +74,14 @@ test('netAround and causeOf name the lost packet and the recovery', () => {
   assert.match(cause, /server RTO ×1/);
 });
 
-test('connPorts pairs connection ids with ports by bytes', () => {
+test('connPorts pairs connection ids with ports by when losses hit their requests, else by bytes', () => {
   const ports = connPorts(run);
   assert.equal(ports.get(7), 41000);
   assert.equal(ports.get(8), 41002);
+  // Bytes alone would pair them the other way: the drop inside conn 7's part decides.
+  const misleading = { ...run, client_tcp: { ...run.client_tcp, connections: [{ port: 41002, bytes_received: 999999 }, { port: 41000, bytes_received: 10 }] } };
+  assert.equal(connPorts(misleading).get(7), 41000);
+  assert.equal(connPorts(misleading).get(8), 41002);
 });
 
 test('senderDuring gives the slowest sampled sender state while a response loaded', () => {
