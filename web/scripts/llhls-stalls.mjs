@@ -8,6 +8,7 @@
 //
 //   node web/scripts/llhls-stalls.mjs RESULTS.json [RESULTS.json ...]            # tables
 //   node web/scripts/llhls-stalls.mjs --detail RESULTS.json [RESULTS.json ...]   # and each stall's evidence
+//   node web/scripts/llhls-stalls.mjs --parts RESULTS.json [RESULTS.json ...]    # and 720p part bodies, origin windows, BBR collapses
 
 import { readFileSync } from 'node:fs';
 
@@ -15,6 +16,7 @@ import { causeOf, classify, connPorts, lateRequests, netAround, stallsOf } from 
 import { median, s2 } from './tabulate.mjs';
 
 const detail = process.argv.includes('--detail');
+const partsTable = process.argv.includes('--parts');
 const files = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 
 const protoOf = (cell) => (cell.transport === 'hls-h2' ? 'HTTP/2' : 'HTTP/1.1');
@@ -38,6 +40,7 @@ for (const file of files) {
       link: `${lk['client>server']?.lost ?? '–'} / ${lk['server>client']?.lost ?? '–'}`,
       conns: ct.connections?.length ?? '–', slowSyn: (ct.connections ?? []).filter((c) => c.syn_sent_ms > 0).length,
       load: m.machine?.load_per_core, busy: m.machine?.cpu_busy,
+      cc: (ct.server_sockets?.cc ?? []).join(',') || 'not recorded',
     });
     const ports = connPorts(m);
     for (const s of stalls) {
@@ -77,11 +80,50 @@ for (const key of [...new Set(stallRows.map((s) => `${s.proto} | ${s.cc}`))]) {
   console.log(`| ${key} | ${ss.length} | ${classes.map((c) => ss.filter((s) => s.cls === c).length).join(' | ')} |`);
 }
 console.log('');
-console.log('| protocol | runs | latency median (min–max) | runs ≤ 1.33 s with no page stall | runs with a page stall |');
-console.log('|---|---:|---|---:|---:|');
-for (const p of ['HTTP/1.1', 'HTTP/2']) {
-  const rs = rows.filter((r) => r.proto === p && !r.error && Number.isFinite(r.latency));
+console.log('| protocol | origin congestion control | runs | latency median (min–max) | runs ≤ 1.33 s with no page stall | runs with a page stall | stalled time median (s) |');
+console.log('|---|---|---:|---|---:|---:|---:|');
+for (const key of [...new Set(rows.map((r) => `${r.proto} | ${r.cc}`))]) {
+  const rs = rows.filter((r) => `${r.proto} | ${r.cc}` === key && !r.error && Number.isFinite(r.latency));
   if (!rs.length) continue;
   const lat = rs.map((r) => r.latency);
-  console.log(`| ${p} | ${rs.length} | ${s2(median(lat))} (${s2(Math.min(...lat))}–${s2(Math.max(...lat))}) | ${rs.filter((r) => r.latency <= 1330 && r.stallCount === 0).length} | ${rs.filter((r) => r.stallCount > 0).length} |`);
+  console.log(`| ${key} | ${rs.length} | ${s2(median(lat))} (${s2(Math.min(...lat))}–${s2(Math.max(...lat))}) | ${rs.filter((r) => r.latency <= 1330 && r.stallCount === 0).length} | ${rs.filter((r) => r.stallCount > 0).length} | ${s2(median(rs.map((r) => r.stallMS ?? 0)))} |`);
+}
+
+if (partsTable) {
+  // Per protocol and congestion control: the 720p parts' bodies (head to last byte),
+  // the origin's congestion window over its samples, and BBR collapses per run (a
+  // sample whose bandwidth estimate is under a third of the connection's previous
+  // one, from over 2 Mbit/s).
+  const arms = new Map();
+  for (const file of files) {
+    for (const r of JSON.parse(readFileSync(file, 'utf8')).runs) {
+      const m = r.metrics ?? {};
+      const tl = m.client_tcp?.server_sockets;
+      const key = `${protoOf(r.cell)} | ${(tl?.cc ?? []).join(',') || 'not recorded'}`;
+      const a = arms.get(key) ?? arms.set(key, { bodies: [], cwnd: [], collapses: [] }).get(key);
+      const log = m.request_log;
+      if (log) {
+        const c = (n) => log.columns.indexOf(n);
+        for (const x of log.rows) if (x[c('kind')] === 'part' && x[c('path')].startsWith('v720') && !x[c('aborted')] && x[c('body_ms')] != null) a.bodies.push(x[c('body_ms')]);
+      }
+      if (tl?.rows) {
+        const last = new Map();
+        let n = 0;
+        for (const x of tl.rows) {
+          if (x[4] > 0) a.cwnd.push(x[2]);
+          const p = last.get(x[1]);
+          if (p && p[6] > 2000 && x[6] < p[6] / 3) n++;
+          last.set(x[1], x);
+        }
+        a.collapses.push(n);
+      }
+    }
+  }
+  const q = (v, p) => { const s = [...v].sort((x, y) => x - y); return s.length ? s[Math.min(s.length - 1, Math.floor(p * s.length))] : null; };
+  console.log('');
+  console.log('| protocol | origin congestion control | 720p parts | body median (ms) | p90 | p99 | origin window median (p10), packets | BBR collapses a run |');
+  console.log('|---|---|---:|---:|---:|---:|---:|---|');
+  for (const [key, a] of arms) {
+    console.log(`| ${key} | ${a.bodies.length} | ${Math.round(median(a.bodies))} | ${Math.round(q(a.bodies, 0.9))} | ${Math.round(q(a.bodies, 0.99))} | ${a.cwnd.length ? `${median(a.cwnd)} (${q(a.cwnd, 0.1)})` : '–'} | ${a.collapses.length ? a.collapses.join(', ') : '–'} |`);
+  }
 }
