@@ -46,6 +46,7 @@ const tracefs = "/sys/kernel/tracing"
 // startTCPTrace enables the tracepoints; on any failure it returns a tcpTrace that
 // says why (the run goes on without it).
 func startTCPTrace(server netip.Addr, ports ...uint16) *tcpTrace {
+	removeStaleTraces()
 	t := &tcpTrace{server: server, ports: ports}
 	t.dir = filepath.Join(tracefs, "instances", fmt.Sprintf("streambed-lab-%d-%d", os.Getpid(), time.Now().UnixNano()))
 	if err := os.Mkdir(t.dir, 0o755); err != nil {
@@ -76,6 +77,22 @@ func startTCPTrace(server netip.Addr, ports ...uint16) *tcpTrace {
 	}
 	t.wall0, t.mono0 = time.Now(), monoNow()
 	return t
+}
+
+// removeStaleTraces removes the instances of lab processes that are gone (killed
+// before they could remove their own), so their tracepoints stop costing anything.
+func removeStaleTraces() {
+	dirs, _ := filepath.Glob(filepath.Join(tracefs, "instances", "streambed-lab-*"))
+	for _, d := range dirs {
+		var pid, ns int
+		if _, err := fmt.Sscanf(filepath.Base(d), "streambed-lab-%d-%d", &pid, &ns); err != nil || pid == os.Getpid() {
+			continue
+		}
+		if err := unix.Kill(pid, 0); err == unix.ESRCH {
+			_ = os.WriteFile(filepath.Join(d, "events/tcp/enable"), []byte("0"), 0o644)
+			_ = os.Remove(d)
+		}
+	}
 }
 
 func monoNow() time.Duration {

@@ -1,8 +1,11 @@
 package experiment
 
 import (
+	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
@@ -66,7 +69,16 @@ func TestTCPTraceLive(t *testing.T) {
 	if _, err := os.Stat(tracefs + "/instances"); err != nil {
 		t.Skipf("no tracefs at %s: %v", tracefs, err)
 	}
+	// An instance left by a lab process that is gone is removed by the next start.
+	stale := filepath.Join(tracefs, "instances", fmt.Sprintf("streambed-lab-%d-1", deadPID(t)))
+	if err := os.Mkdir(stale, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	tr := startTCPTrace(netip.MustParseAddr("127.0.0.1"), 19199)
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		_ = os.Remove(stale)
+		t.Errorf("stale instance %s not removed: %v", stale, err)
+	}
 	if tr.why != "" {
 		t.Fatalf("trace did not start: %s", tr.why)
 	}
@@ -78,4 +90,13 @@ func TestTCPTraceLive(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("instance %s left behind: %v", dir, err)
 	}
+}
+
+// deadPID is the id of a process that has exited.
+func deadPID(t *testing.T) int {
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
 }
