@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,26 +24,60 @@ import (
 // with 50 ms. Below the client's delayed-ACK time (40 ms for Linux, up to 200 ms for
 // others) the probes become spurious: cheap duplicates, not harm, for a live origin.
 func ListenRTOMin(ctx context.Context, network, addr string, rtoMin time.Duration) (net.Listener, error) {
+	return ListenTCP(ctx, network, addr, rtoMin, "")
+}
+
+// ListenTCP is ListenRTOMin with the connections' congestion control too: cc (for
+// example cubic or bbr) is set on the listener with TCP_CONGESTION and inherited by
+// every accepted connection; "" keeps the system's default. An origin sets it to choose
+// for its own traffic what this machine's default would (docs/results/latency.md: BBR
+// collapses its pacing rate after a tail loss on an idle LL-HLS connection).
+func ListenTCP(ctx context.Context, network, addr string, rtoMin time.Duration, cc string) (net.Listener, error) {
 	lc := net.ListenConfig{}
-	if rtoMin > 0 {
-		if rtoMin < time.Millisecond || rtoMin > 200*time.Millisecond {
-			return nil, fmt.Errorf("TCP RTO minimum %s: want 1ms to 200ms", rtoMin)
-		}
+	if rtoMin != 0 && (rtoMin < time.Millisecond || rtoMin > 200*time.Millisecond) {
+		return nil, fmt.Errorf("TCP RTO minimum %s: want 1ms to 200ms", rtoMin)
+	}
+	if rtoMin > 0 || cc != "" {
 		us := int(rtoMin / time.Microsecond)
 		lc.Control = func(_, _ string, c syscall.RawConn) error {
-			var serr error
+			var rerr, cerr error
 			if err := c.Control(func(fd uintptr) {
-				serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_RTO_MIN_US, us)
+				if us > 0 {
+					rerr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_RTO_MIN_US, us)
+				}
+				if cc != "" {
+					cerr = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, cc)
+				}
 			}); err != nil {
 				return err
 			}
-			if serr != nil {
-				return fmt.Errorf("TCP RTO minimum %s (TCP_RTO_MIN_US needs Linux 6.15 or later): %w", rtoMin, serr)
+			if rerr != nil {
+				return fmt.Errorf("TCP RTO minimum %s (TCP_RTO_MIN_US needs Linux 6.15 or later): %w", rtoMin, rerr)
+			}
+			if cerr != nil {
+				return fmt.Errorf("TCP congestion control %q (see /proc/sys/net/ipv4/tcp_available_congestion_control): %w", cc, cerr)
 			}
 			return nil
 		}
 	}
 	return lc.Listen(ctx, network, addr)
+}
+
+// Congestion is a TCP connection's congestion control ("" when it cannot be read).
+func Congestion(c net.Conn) string {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return ""
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return ""
+	}
+	var name string
+	_ = rc.Control(func(fd uintptr) {
+		name, _ = unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION)
+	})
+	return strings.TrimRight(name, "\x00")
 }
 
 // RTOMin is a TCP connection's RTO minimum (0 when it cannot be read).

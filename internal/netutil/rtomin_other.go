@@ -18,5 +18,17 @@ func ListenRTOMin(ctx context.Context, network, addr string, rtoMin time.Duratio
 	return lc.Listen(ctx, network, addr)
 }
 
+// ListenTCP listens on a TCP address; an RTO minimum or a congestion control needs
+// Linux.
+func ListenTCP(ctx context.Context, network, addr string, rtoMin time.Duration, cc string) (net.Listener, error) {
+	if cc != "" {
+		return nil, fmt.Errorf("TCP congestion control %q: only on Linux (TCP_CONGESTION)", cc)
+	}
+	return ListenRTOMin(ctx, network, addr, rtoMin)
+}
+
+// Congestion is unknown outside Linux.
+func Congestion(net.Conn) string { return "" }
+
 // RTOMin is unknown outside Linux.
 func RTOMin(net.Conn) time.Duration { return 0 }

@@ -31,6 +31,11 @@ type Config struct {
 	// (an LL-HLS part or held playlist over HTTP/1.1) is resent sooner
 	// (netutil.ListenRTOMin; docs/results/latency.md).
 	TCPRTOMin time.Duration `yaml:"tcp_rto_min"`
+	// TCPCongestion is the listeners' connections' congestion control (TCP_CONGESTION,
+	// e.g. cubic or bbr; "": the system's default). On a lossy link BBR collapses its
+	// pacing rate after a tail loss on an idle LL-HLS connection and the next part
+	// arrives late (netutil.ListenTCP; docs/results/latency.md).
+	TCPCongestion string `yaml:"tcp_congestion"`
 	// LLHLSPartHoldBack is the LL-HLS playlists' PART-HOLD-BACK, how far behind the
 	// newest part players aim (0: three part targets, 0.6 s with 200 ms parts). More
 	// leaves room for a lost packet's retransmission timeout on a lossy link

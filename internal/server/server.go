@@ -186,12 +186,12 @@ func (s *Server) Listen() (*Listeners, error) {
 	var ls Listeners
 	var err error
 	if s.cfg.HTTP != "" {
-		if ls.HTTP, err = netutil.ListenRTOMin(context.Background(), "tcp", s.cfg.HTTP, s.cfg.TCPRTOMin); err != nil {
+		if ls.HTTP, err = netutil.ListenTCP(context.Background(), "tcp", s.cfg.HTTP, s.cfg.TCPRTOMin, s.cfg.TCPCongestion); err != nil {
 			return nil, fmt.Errorf("listen %s: %w (is another server running? choose another port with --http)", s.cfg.HTTP, err)
 		}
 	}
 	if s.cfg.HTTPS != "" {
-		if ls.HTTPS, err = netutil.ListenRTOMin(context.Background(), "tcp", s.cfg.HTTPS, s.cfg.TCPRTOMin); err != nil {
+		if ls.HTTPS, err = netutil.ListenTCP(context.Background(), "tcp", s.cfg.HTTPS, s.cfg.TCPRTOMin, s.cfg.TCPCongestion); err != nil {
 			if ls.HTTP != nil {
 				ls.HTTP.Close()
 			}

@@ -291,6 +291,7 @@ async function main() {
     report.stall_count = s.stalls;
     report.stall_ms = round3(s.stallMs);
     report.short_waits = s.shortWaits;
+    report.waits = s.waits; // the page's last 20 waits: media time and length (stalls are those of 100 ms or more)
     report.switches = probe.switches;
     report.avg_bitrate_kbps = probe.playS > 0 ? round3(probe.bitS / probe.playS / 1000) : null;
     report.per_bitrate_s = Object.fromEntries(Object.entries(probe.perBitrateS).map(([k, v]) => [`${Number(k) / 1000}k`, round3(v)]));
@@ -313,6 +314,7 @@ async function main() {
     // slowest few.
     report.request_timing = net.timings.result();
     report.request_log = net.timings.log(t0);
+    report.t0_ms = t0; // epoch ms of the session's start: puts metrics.client_tcp's events beside the log
     report.page_events = events.map(([t, text]) => [t - t0, text]);
     const xhrParts = await page.evaluate(() => window.__xhrParts ?? null).catch(() => null);
     if (xhrParts) report.xhr_parts = xhrParts;

@@ -106,6 +106,25 @@ func TestBrowserCell(t *testing.T) {
 	if v, _ := number(m["startup_delay_ms"]); v < 40 {
 		t.Errorf("start-up %v ms across a 20 ms RTT link: did Chromium bypass the emulated link?", v)
 	}
+	// The client's side of TCP: its sockets to the origin were sampled, they carried at
+	// least the media, and the origin's side of the same connections was sampled too.
+	ct, ok := m["client_tcp"].(ClientTCP)
+	if !ok {
+		t.Fatalf("client_tcp = %T, want the client's TCP record", m["client_tcp"])
+	}
+	var rx int64
+	for _, c := range ct.Connections {
+		rx += c.BytesReceived
+	}
+	if mb, _ := number(m["media_bytes"]); ct.Samples == 0 || len(ct.Connections) == 0 || float64(rx) < mb {
+		t.Errorf("client_tcp: %d samples, %d connections, %d bytes received; want Chromium's connections carrying the %v media bytes", ct.Samples, len(ct.Connections), rx, m["media_bytes"])
+	}
+	if ct.Counters["ActiveOpens"] < 1 || ct.ServerSockets == nil || len(ct.ServerSockets.Rows) == 0 {
+		t.Errorf("client_tcp: counters %v, origin's sockets %+v; want the client's opens and the origin's side sampled", ct.Counters, ct.ServerSockets)
+	}
+	if ct.TraceError != "" {
+		t.Logf("no TCP tracepoints here (%s): the run records counters and samples only", ct.TraceError)
+	}
 	t.Logf("dash.js over HTTP/1.1 in the client host: start-up %v ms, latency %v ms, %v kbit/s, %v requests, %v media bytes, %v stalls",
 		m["startup_delay_ms"], m["latency_ms"], m["avg_bitrate_kbps"], m["requests"], m["media_bytes"], m["stall_count"])
 	if err := res.Write(out); err != nil {

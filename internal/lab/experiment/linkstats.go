@@ -60,3 +60,21 @@ func linkRuns(before, after []netem.DirectionStats) map[string]LinkRun {
 	}
 	return out
 }
+
+// linkDrops is each link direction's undelivered packets in a run as compact rows
+// [epoch ms, why, source port, destination port, TCP flags, payload bytes, seq]: which
+// exchange a loss hit (a request, a response's tail, an ACK, a SYN). Nil when none.
+func linkDrops(drops map[string][]netem.Drop) map[string][][7]any {
+	out := map[string][][7]any{}
+	for dir, ds := range drops {
+		rows := [][7]any{}
+		for _, d := range ds {
+			rows = append(rows, [7]any{d.MS, d.Why, d.SrcPort, d.DstPort, d.Flags, d.Payload, d.Seq})
+		}
+		out[dir] = rows
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}

@@ -39,3 +39,19 @@ func TestLinkRuns(t *testing.T) {
 		t.Errorf("first run: %+v", first)
 	}
 }
+
+func TestLinkDrops(t *testing.T) {
+	got := linkDrops(map[string][]netem.Drop{
+		"client>server": {{MS: 5, Why: "loss", Proto: 6, SrcPort: 41000, DstPort: 8080, Flags: "AP", Payload: 300, Seq: 9}},
+		"server>client": nil,
+	})
+	if len(got) != 2 || len(got["server>client"]) != 0 {
+		t.Fatalf("drops = %v, want both directions, one empty", got)
+	}
+	if row := got["client>server"][0]; row != [7]any{int64(5), "loss", uint16(41000), uint16(8080), "AP", 300, uint32(9)} {
+		t.Errorf("row = %v", row)
+	}
+	if linkDrops(nil) != nil {
+		t.Error("no link (kernel backend) must give no drops")
+	}
+}

@@ -170,8 +170,15 @@ func Execute(ctx context.Context, s *Scenario, opts Options) (*Results, error) {
 			}
 			tcp0 := tcpCounters(nw, serverHost(nw))
 			link0 := nw.Stats()
+			ctcp := watchTCP(ctx, nw)
 			r := runPlayer(ctx, nw, s, cell, opts)
 			r.Key, r.Cell, r.Rep = key, cell, rep
+			if c := ctcp.stop(); r.Metrics != nil {
+				r.Metrics["client_tcp"] = c // the client's side: its counters, connections, each end's loss events
+				if d := linkDrops(nw.Drops(c.StartMS)); d != nil {
+					r.Metrics["link_drops"] = d // which packets the link lost, when
+				}
+			}
 			if d := counterDelta(tcp0, tcpCounters(nw, serverHost(nw))); d != nil && r.Metrics != nil {
 				r.Metrics["server_tcp"] = d // how the origin's sockets recovered losses
 			}

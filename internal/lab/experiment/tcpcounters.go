@@ -66,14 +66,7 @@ func tcpCounters(nw *netem.Network, host string) map[string]int64 {
 // counterDelta is after − before of serverTCPCounters, keyed without the protocol
 // prefix; nil when either is missing.
 func counterDelta(before, after map[string]int64) map[string]int64 {
-	if before == nil || after == nil {
-		return nil
-	}
-	d := map[string]int64{}
-	for _, k := range serverTCPCounters {
-		d[k[strings.IndexByte(k, ':')+1:]] = after[k] - before[k]
-	}
-	return d
+	return counterDeltaOf(serverTCPCounters, before, after)
 }
 
 // serverHost is the name of the topology's server host.

@@ -471,6 +471,20 @@ func (n *Network) findLink(a, b string) (*link, bool) {
 	return nil, false
 }
 
+// Drops is each user-space link direction's undelivered packets ("a>b") at or after
+// epoch ms since; empty for the kernel backend.
+func (n *Network) Drops(since int64) map[string][]Drop {
+	out := map[string][]Drop{}
+	for _, l := range n.links {
+		if l.fwd == nil {
+			continue
+		}
+		out[l.a+">"+l.b] = l.fwd.drops.since(since)
+		out[l.b+">"+l.a] = l.rev.drops.since(since)
+	}
+	return out
+}
+
 // Stats reports what each direction of each link did (user-space backend only; the
 // kernel backend returns nil).
 func (n *Network) Stats() []DirectionStats {

@@ -36,6 +36,7 @@ type pipe struct {
 	armed   int64 // time the timer is armed for; 0 if not
 	writing bool  // the delivery goroutine is writing a batch
 	wErrs   uint64
+	drops   dropLog // which packets were not delivered, for a run's analysis
 }
 
 func newPipe(in, out *os.File, clk clock, pool *bufPool, sh *shaper) (*pipe, error) {
@@ -74,9 +75,15 @@ func (p *pipe) readLoop() {
 func (p *pipe) handle(pkt []byte) {
 	now := p.clk.now()
 	p.mu.Lock()
+	lost0 := p.sh.stats.Lost
 	v := p.sh.admit(now, len(pkt))
 	if v.n == 0 {
+		why := "queue"
+		if p.sh.stats.Lost > lost0 {
+			why = "loss"
+		}
 		p.mu.Unlock()
+		p.drops.add(describeDrop(pkt, why))
 		p.pool.put(pkt)
 		return
 	}
