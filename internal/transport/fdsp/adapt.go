@@ -79,7 +79,7 @@ type plannedSub struct {
 }
 
 const (
-	bpStart     = 25      // before any measurement: on time at every RTT of the study
+	bpStart = 25 // before any measurement: on time at every RTT of the study
 	// bpStartRepair is the start with repair (Hello.Repair): the first TCP
 	// parts go on a fresh flow still in slow start, and at BP 25 the fast clip's
 	// first part took 1.2–3.1 s at 150–250 ms RTT (round 4), longer than SRT's
@@ -87,13 +87,13 @@ const (
 	// I-frame bytes UDP loses meanwhile are mostly repaired. The controller
 	// climbs from there once TCPReports measure the path.
 	bpStartRepair = 0
-	bpStep      = 25      // BP moves in steps of a quarter
-	setPoint    = 2.0 / 3 // predicted TCP time ÷ window: room for a part 1.5× slower than measured
-	keepMeasure = 3       // measurements the prediction takes the lowest of
-	ceilingHold = 8
-	maxHold     = 64
-	noCeiling   = 100 + bpStep
-	keepGiven   = 16 // substreams remembered (a report is at most a few behind)
+	bpStep        = 25      // BP moves in steps of a quarter
+	setPoint      = 2.0 / 3 // predicted TCP time ÷ window: room for a part 1.5× slower than measured
+	keepMeasure   = 3       // measurements the prediction takes the lowest of
+	ceilingHold   = 8
+	maxHold       = 64
+	noCeiling     = 100 + bpStep
+	keepGiven     = 16 // substreams remembered (a report is at most a few behind)
 )
 
 // init sets a fixed BP, or adaptive BP (BPAuto) starting at bpStart, or at
