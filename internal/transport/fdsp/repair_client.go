@@ -2,18 +2,22 @@ package fdsp
 
 import (
 	"context"
-	"slices"
 	"sort"
 	"time"
 )
 
 // The client's side of repair (our fix of the FDSP study's design, where a lost
 // UDP packet stays lost): it finds gaps in each substream's RTP sequence
-// numbers, waits a reorder window before calling a packet missing (the lab's
-// jitter reorders packets by tens of ms), and NACKs a missing packet only while
-// its access unit's deadline leaves time for a resend: now + 1.5 × RTT <
-// deadline. A NACKed packet whose resend does not come within about an RTT is
-// NACKed again while time remains, up to maxNACKTries times.
+// numbers and calls a packet missing only once reorderPackets packets with
+// higher numbers have arrived after the gap showed (and minReorder has passed).
+// Counting packets rather than waiting a time is what survives the lab's
+// reordering: its "reorder" impairment sends a packet without the delay, so it
+// overtakes everything sent in the last one-way delay (125 ms at 250 ms RTT);
+// the packets it jumped then arrive in order, each below the next, and none of
+// them is called missing. A gap is NACKed only while its access unit's
+// deadline leaves time for a resend: now + deadlineRTTs × RTT < deadline. A
+// NACKed packet whose resend does not come within about an RTT is NACKed again
+// while time remains, up to maxNACKTries times.
 
 // RepairStats is the client's JSON "repair" object.
 type RepairStats struct {
@@ -25,18 +29,21 @@ type RepairStats struct {
 	RepairDup   int   `json:"repair_duplicate"` // resends of packets that had arrived after all (reordered, not lost)
 	RepairBytes int64 `json:"repair_bytes"`     // bytes of resends received
 	// NoTime: packets found missing whose deadline was too close to NACK.
-	NoTime    int     `json:"no_time"`
-	RTTms     float64 `json:"rtt_ms"`            // the RTT estimate at the end
-	ReorderMS float64 `json:"reorder_window_ms"` // the reorder window at the end
+	NoTime int     `json:"no_time"`
+	RTTms  float64 `json:"rtt_ms"` // the RTT estimate at the end
 }
 
 const (
-	minReorder   = 3 * time.Millisecond
-	maxReorder   = 80 * time.Millisecond
-	keepFills    = 32   // reorder delays the window is set from
-	maxNACKTries = 3    // NACKs of one packet
-	maxGaps      = 4096 // missing packets tracked per substream (outside input bounds state)
-	deadlineRTTs = 1.5  // a NACK needs now + deadlineRTTs × RTT before the deadline
+	minReorder     = 3 * time.Millisecond
+	reorderPackets = 3    // later packets that make a gap a loss
+	maxNACKTries   = 3    // NACKs of one packet
+	maxGaps        = 4096 // missing packets tracked per substream (outside input bounds state)
+	// deadlineRTTs: a NACK needs now + deadlineRTTs × RTT before the deadline. A
+	// resend takes one RTT and the server's turn; the lab's jitter (20 % of the
+	// one-way delay each way) moves it by about ±0.1 RTT, so 1.25 leaves room
+	// for it and for the client's tick. 1.5 left no repair at all at equal
+	// added latency with SRT at 250 ms RTT (docs/results/fdsp-srt.md, round 5).
+	deadlineRTTs = 1.25
 	repairTick   = 5 * time.Millisecond
 )
 
@@ -45,6 +52,7 @@ type gap struct {
 	seen   time.Time // when a later packet showed it missing
 	nacked time.Time // the last NACK; zero: none yet
 	tries  int       // NACKs sent; -1: given up (no time)
+	later  int       // packets with a higher number that arrived since
 }
 
 // gapTracker is one substream's sequence-number state.
@@ -56,15 +64,13 @@ type gapTracker struct {
 
 // repairer is the client's repair state; the client's mu guards it.
 type repairer struct {
-	rtt     time.Duration
-	reorder time.Duration
-	fills   []time.Duration // how late reordered packets filled their gaps
-	subs    map[uint32]*gapTracker
-	st      RepairStats
+	rtt  time.Duration
+	subs map[uint32]*gapTracker
+	st   RepairStats
 }
 
 func newRepairer(rtt time.Duration) *repairer {
-	return &repairer{rtt: max(rtt, time.Millisecond), reorder: minReorder, subs: map[uint32]*gapTracker{}}
+	return &repairer{rtt: max(rtt, time.Millisecond), subs: map[uint32]*gapTracker{}}
 }
 
 // arrived takes one datagram of substream k; count gives a substream's packet
@@ -77,20 +83,18 @@ func (r *repairer) arrived(k uint32, seq uint16, resent bool, now time.Time, cou
 	}
 	if g := t.gaps[seq]; g != nil {
 		delete(t.gaps, seq)
-		switch {
-		case g.tries == 0 && !resent: // reordered, never NACKed: the window learns
-			r.fills = append(r.fills, now.Sub(g.seen))
-			if len(r.fills) > keepFills {
-				r.fills = r.fills[1:]
-			}
-			r.reorder = reorderWindow(r.fills)
-		case g.tries == 1 && resent: // Karn: only an unambiguous round trip
+		if resent && g.tries == 1 { // a resend of a packet NACKed once (Karn): a round trip
 			r.rtt = (3*r.rtt + now.Sub(g.nacked)) / 4
+		}
+	}
+	for q, g := range t.gaps {
+		if q < seq {
+			g.later++
 		}
 	}
 	if int(seq) > t.high {
 		for q := t.high + 1; q < int(seq) && len(t.gaps) < maxGaps; q++ {
-			t.gaps[uint16(q)] = &gap{seen: now}
+			t.gaps[uint16(q)] = &gap{seen: now, later: 1} // this packet is the first after it
 		}
 		t.high = int(seq)
 	}
@@ -110,16 +114,10 @@ func (r *repairer) addTail(k uint32, n int, now time.Time) {
 		return
 	}
 	for q := t.high + 1; q < n && len(t.gaps) < maxGaps; q++ {
-		t.gaps[uint16(q)] = &gap{seen: now}
+		t.gaps[uint16(q)] = &gap{seen: now, later: reorderPackets} // the next substream's packets came
 	}
 	t.high = max(t.high, n-1)
 	t.tail = true
-}
-
-// reorderWindow is 1.5 × the largest recent reorder delay, within bounds.
-func reorderWindow(fills []time.Duration) time.Duration {
-	m := slices.Max(fills)
-	return min(max(m*3/2, minReorder), maxReorder)
 }
 
 // due lists the packets of substream k to NACK now; deadline gives a packet's
@@ -139,11 +137,11 @@ func (r *repairer) due(k uint32, now time.Time, deadline func(seq uint16) (time.
 		if g.tries < 0 {
 			continue
 		}
-		wait := g.seen.Add(r.reorder)
+		wait := g.seen.Add(minReorder)
 		if g.tries > 0 {
-			wait = g.nacked.Add(r.rtt*5/4 + r.reorder)
+			wait = g.nacked.Add(r.rtt*5/4 + minReorder)
 		}
-		if now.Before(wait) {
+		if now.Before(wait) || g.later < reorderPackets {
 			continue
 		}
 		if g.tries >= maxNACKTries {
@@ -182,7 +180,7 @@ func (r *repairer) forget(k uint32) {
 // stats is the JSON object at the end.
 func (r *repairer) stats() *RepairStats {
 	st := r.st
-	st.RTTms, st.ReorderMS = ms(r.rtt), ms(r.reorder)
+	st.RTTms = ms(r.rtt)
 	return &st
 }
 

@@ -53,34 +53,41 @@ func TestGapDetectionUnderReorderingAndDuplication(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	r := newRepairer(40 * time.Millisecond)
-	// 0 1 3 2 4 4 6 7: 2 is reordered (comes 2 ms after 3), 4 duplicated, 5 lost.
+	// 0 1 3 2 4 4 6 7 8: 2 is reordered, 4 duplicated, 5 lost.
+	for i, s := range []uint16{0, 1, 3, 2, 4, 4, 6, 7, 8} {
+		r.arrived(0, s, false, at(i), count(-1))
+	}
+	r2 := newRepairer(40 * time.Millisecond) // the same with only 6 and 7 after 5
 	for i, s := range []uint16{0, 1, 3, 2, 4, 4, 6, 7} {
-		r.arrived(0, s, false, at(i*2), count(-1))
+		r2.arrived(0, s, false, at(i), count(-1))
 	}
-	if d := r.due(0, at(14), noDeadline, notPlayed); len(d) != 0 { // 5 missing since 12 ms
-		t.Fatalf("NACKed %v before the reorder window passed", d)
+	if d := r2.due(0, at(100), noDeadline, notPlayed); len(d) != 0 {
+		t.Fatalf("NACKed %v with only two packets after the gap", d)
 	}
-	if r.reorder != minReorder { // 2 came 2 ms late: 1.5 × 2 = 3 ms, the floor
-		t.Fatalf("reorder window %v after one 2 ms fill, want %v", r.reorder, minReorder)
+	if d := r.due(0, at(8), noDeadline, notPlayed); len(d) != 0 { // 5 missing since 6 ms
+		t.Fatalf("NACKed %v before minReorder passed", d)
 	}
-	if d := r.due(0, at(12).Add(r.reorder), noDeadline, notPlayed); !slices.Equal(d, []uint16{5}) {
+	if d := r.due(0, at(6).Add(minReorder), noDeadline, notPlayed); !slices.Equal(d, []uint16{5}) {
 		t.Fatalf("NACKed %v, want [5]: 2 was reordered, 4 duplicated, 5 lost", d)
 	}
 	if r.st.Nacked != 1 {
 		t.Fatalf("nacked %d, want 1", r.st.Nacked)
 	}
 	r.arrived(0, 5, true, at(60), count(-1)) // its resend
-	// A reordered packet 30 ms late widens the window to 45 ms.
-	r.arrived(0, 10, false, at(100), count(-1)) // 8, 9 missing from 100 ms
-	r.arrived(0, 8, false, at(130), count(-1))
-	if r.reorder != 45*time.Millisecond {
-		t.Fatalf("reorder window %v after a 30 ms fill, want 45ms", r.reorder)
+	// The lab's reorder: 40 overtakes 9..39 by the one-way delay; they then come
+	// in order, except 25, which the link lost.
+	r.arrived(0, 40, false, at(100), count(-1))
+	for q := uint16(9); q < 40; q++ {
+		if q == 25 {
+			continue
+		}
+		r.arrived(0, q, false, at(100+int(q)), count(-1))
+		if d := r.due(0, at(100+int(q)).Add(time.Second), noDeadline, notPlayed); len(d) != 0 && (q < 27 || !slices.Equal(d, []uint16{25})) {
+			t.Fatalf("after %d: NACKed %v; want nothing for the overtaken packets, and 25 once three later ones came", q, d)
+		}
 	}
-	if d := r.due(0, at(140), noDeadline, notPlayed); len(d) != 0 {
-		t.Fatalf("NACKed %v within the widened window", d)
-	}
-	if d := r.due(0, at(146), noDeadline, notPlayed); !slices.Equal(d, []uint16{9}) {
-		t.Fatalf("NACKed %v, want [9]", d)
+	if r.st.Nacked != 2 || len(r.subs[0].gaps) != 1 {
+		t.Fatalf("nacked %d, %d gaps left: want 5 and 25 NACKed, 25 still open", r.st.Nacked, len(r.subs[0].gaps))
 	}
 }
 
@@ -88,8 +95,9 @@ func TestNoNACKWhenTheDeadlineLeavesNoTime(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	rtt := 100 * time.Millisecond
 	r := newRepairer(rtt)
-	r.arrived(0, 0, false, t0, count(-1))
-	r.arrived(0, 3, false, t0, count(-1)) // 1 and 2 missing
+	for _, q := range []uint16{0, 3, 4, 5} { // 1 and 2 missing
+		r.arrived(0, q, false, t0, count(-1))
+	}
 	now := t0.Add(time.Second)
 	deadline := func(seq uint16) (time.Time, bool) {
 		if seq == 1 {
@@ -107,7 +115,7 @@ func TestNoNACKWhenTheDeadlineLeavesNoTime(t *testing.T) {
 		t.Fatalf("NACKed %v again: 1 was given up and 2's retry has no time left", d)
 	}
 	// A played access unit's packets are forgotten, never NACKed.
-	r.arrived(0, 6, false, now, count(-1))
+	r.arrived(0, 8, false, now, count(-1))
 	if d := r.due(0, now.Add(time.Second), noDeadline, func(uint16) bool { return true }); len(d) != 0 || len(r.subs[0].gaps) != 0 {
 		t.Fatalf("NACKed %v for played packets; %d gaps left", d, len(r.subs[0].gaps))
 	}
@@ -117,8 +125,9 @@ func TestRepeatedNACKAndTail(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	rtt := 20 * time.Millisecond
 	r := newRepairer(rtt)
-	r.arrived(0, 0, false, t0, count(-1))
-	r.arrived(0, 2, false, t0, count(-1))
+	for _, q := range []uint16{0, 2, 3, 4} {
+		r.arrived(0, q, false, t0, count(-1))
+	}
 	now := t0.Add(10 * time.Millisecond)
 	var nacks int
 	for i := 0; i < 20; i++ { // the resends never come
@@ -129,8 +138,9 @@ func TestRepeatedNACKAndTail(t *testing.T) {
 	}
 	// The first resend arriving ends the retries and is a round trip sample.
 	r = newRepairer(rtt)
-	r.arrived(0, 0, false, t0, count(-1))
-	r.arrived(0, 2, false, t0, count(-1))
+	for _, q := range []uint16{0, 2, 3, 4} {
+		r.arrived(0, q, false, t0, count(-1))
+	}
 	r.due(0, now, noDeadline, notPlayed)
 	r.arrived(0, 1, true, now.Add(60*time.Millisecond), count(-1))
 	if r.rtt != (3*rtt+60*time.Millisecond)/4 {
@@ -139,10 +149,10 @@ func TestRepeatedNACKAndTail(t *testing.T) {
 	if d := r.due(0, now.Add(time.Second), noDeadline, notPlayed); len(d) != 0 {
 		t.Fatalf("NACKed %v after the repair arrived", d)
 	}
-	// Substream 0 has 6 packets; the first of substream 1 shows 3, 4, 5 missing.
-	r.arrived(1, 0, false, now, count(6))
-	if d := r.due(0, now.Add(time.Second), noDeadline, notPlayed); !slices.Equal(d, []uint16{3, 4, 5}) {
-		t.Fatalf("tail NACK %v, want [3 4 5]", d)
+	// Substream 0 has 8 packets; the first of substream 1 shows 5, 6, 7 missing.
+	r.arrived(1, 0, false, now, count(8))
+	if d := r.due(0, now.Add(time.Second), noDeadline, notPlayed); !slices.Equal(d, []uint16{5, 6, 7}) {
+		t.Fatalf("tail NACK %v, want [5 6 7]", d)
 	}
 }
 
