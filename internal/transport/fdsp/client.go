@@ -316,6 +316,12 @@ func (c *client) connect(ctx context.Context, tok Token, resume uint32) (net.Con
 	c.sess, c.conn = s, conn
 	if c.handshake == 0 {
 		c.handshake = time.Since(sent)
+		// The kernel's smoothed RTT is better where it is known: Hello to
+		// Session includes a retransmission when one of them was lost (at least
+		// 200 ms), and an RTT too large starves repair (no NACK seems in time).
+		if tp, ok := readTCPPath(conn); ok && tp.rtt > 0 {
+			c.handshake = tp.rtt
+		}
 	}
 	c.mu.Unlock()
 	return conn, br, nil

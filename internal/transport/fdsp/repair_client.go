@@ -15,7 +15,8 @@ import (
 // overtakes everything sent in the last one-way delay (125 ms at 250 ms RTT);
 // the packets it jumped then arrive in order, each below the next, and none of
 // them is called missing. A gap is NACKed only while its access unit's
-// deadline leaves time for a resend: now + deadlineRTTs × RTT < deadline. A
+// deadline leaves time for a resend: now + deadlineRTTs × RTT < deadline (RTT:
+// the TCP connection's smoothed RTT from the kernel, refined by resends). A
 // NACKed packet whose resend does not come within about an RTT is NACKed again
 // while time remains, up to maxNACKTries times.
 
@@ -45,6 +46,7 @@ const (
 	// added latency with SRT at 250 ms RTT (docs/results/fdsp-srt.md, round 5).
 	deadlineRTTs = 1.25
 	repairTick   = 5 * time.Millisecond
+	tcpRTTEvery  = 50 // ticks between reads of the TCP connection's RTT (250 ms)
 )
 
 // gap is one missing packet.
@@ -208,11 +210,14 @@ func (c *client) udpCount(j uint32) int {
 func (c *client) repairLoop(ctx context.Context) {
 	t := time.NewTicker(repairTick)
 	defer t.Stop()
-	for {
+	for i := 0; ; i++ {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if i%tcpRTTEvery == 0 {
+			c.observeTCPRTT()
 		}
 		for _, n := range c.nacksDue(time.Now()) {
 			c.send(FrameNACK, n.Marshal())
@@ -251,4 +256,22 @@ func (c *client) nacksDue(now time.Time) []NACK {
 	}
 	c.rep.st.NACKs += len(out)
 	return out
+}
+
+// observeTCPRTT takes the kernel's smoothed RTT of the session's TCP connection
+// (TCP_INFO; Linux) as the RTT estimate. Resends refine it between reads, but
+// they come only when a NACK seemed in time: an estimate too large (a lost
+// handshake segment) would otherwise never be corrected.
+func (c *client) observeTCPRTT() {
+	c.mu.Lock()
+	conn := c.conn
+	c.mu.Unlock()
+	if conn == nil {
+		return
+	}
+	if tp, ok := readTCPPath(conn); ok && tp.rtt > 0 {
+		c.mu.Lock()
+		c.rep.rtt = tp.rtt
+		c.mu.Unlock()
+	}
 }
