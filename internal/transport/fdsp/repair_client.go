@@ -42,8 +42,9 @@ const (
 	// deadlineRTTs: a NACK needs now + deadlineRTTs × RTT before the deadline. A
 	// resend takes one RTT and the server's turn; the lab's jitter (20 % of the
 	// one-way delay each way) moves it by about ±0.1 RTT, so 1.25 leaves room
-	// for it and for the client's tick. 1.5 left no repair at all at equal
-	// added latency with SRT at 250 ms RTT (docs/results/fdsp-srt.md, round 5).
+	// for it and for the client's tick. At equal added latency with SRT the
+	// UDP path's margin at 250 ms RTT is about 1–1.5 RTT (docs/results/
+	// fdsp-srt.md, round 5), where a rule of 1.5 would leave many losses unNACKed.
 	deadlineRTTs = 1.25
 	repairTick   = 5 * time.Millisecond
 	tcpRTTEvery  = 50 // ticks between reads of the TCP connection's RTT (250 ms)
