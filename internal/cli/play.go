@@ -45,7 +45,9 @@ Transports:
           FDSP dual TCP+UDP (the origin serves it with --fdsp ADDR; found through
           /api/streams): headers, parameter sets and --bp % of I-frame data on TCP,
           the rest as RTP over UDP; fdsp-tcp and fdsp-udp are the all-TCP and
-          all-UDP baselines. --output FILE|- writes the received H.264 (Annex-B);
+          all-UDP baselines. Lost UDP packets are NACKed and resent while their
+          deadline allows (--repair=false: the study's design, no repair).
+          --output FILE|- writes the received H.264 (Annex-B);
           the report adds bp, plr, rebuffer_ms, rebuffer_count, decodable and
           "fdsp" (the session's counters). See docs/protocols/fdsp.md.
   (default: h2 for https URLs, http1 for http URLs, ws for ws(s) URLs)

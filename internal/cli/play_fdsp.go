@@ -26,6 +26,7 @@ type fdspFlags struct {
 	outputFormat *string
 	reference    *string
 	playoutDelay *time.Duration
+	repair       *bool
 }
 
 func addFDSPFlags(fs *flag.FlagSet) fdspFlags {
@@ -35,6 +36,7 @@ func addFDSPFlags(fs *flag.FlagSet) fdspFlags {
 		outputFormat: fs.String("output-format", "", "fdsp: ts (MPEG-TS, video and audio) or h264 (Annex-B, video only); default h264 for a .h264/.264 file, else ts"),
 		reference:    fs.String("reference", "", "fdsp: compare the received video with the sent one and report psnr and ssim: `SRC` is a file or URL FFmpeg opens (its largest video stream), or origin for the URL being played; an asset played from its start"),
 		playoutDelay: durationFlag(fs, "playout-delay", 500*time.Millisecond, "fdsp: time from the first substream's TCP part to the first frame's deadline (the jitter buffer)"),
+		repair:       fs.Bool("repair", true, "fdsp, fdsp-udp: NACK lost UDP packets while their deadline leaves time for a resend (our fix; --repair=false: the FDSP study's design, lost UDP packets stay lost)"),
 	}
 }
 
@@ -106,7 +108,7 @@ func playFDSP(ctx context.Context, u *url.URL, transport string, f fdspFlags, ru
 		defer os.Remove(file.Name())
 		out = file
 	}
-	opts := fdsp.ClientOptions{Addr: ep.Addr, Stream: ep.Stream, Mode: mode, BP: bp, PlayoutDelay: *f.playoutDelay, Duration: run.Duration, Output: out, SampleInterval: run.Sample}
+	opts := fdsp.ClientOptions{Addr: ep.Addr, Stream: ep.Stream, Mode: mode, BP: bp, PlayoutDelay: *f.playoutDelay, Repair: *f.repair, Duration: run.Duration, Output: out, SampleInterval: run.Sample}
 	if out != nil && format == "ts" {
 		opts.Output, opts.NewSink = nil, fdsp.TSSink(out, nil)
 	}

@@ -57,6 +57,10 @@ func TestPlayFDSP(t *testing.T) {
 					t.Errorf("key %s missing", k)
 				}
 			}
+			// --repair is on by default: the UDP modes report what it did, all-TCP has nothing to repair.
+			if _, ok := rep["fdsp"].(map[string]any)["repair"]; ok != (tr != "fdsp-tcp") {
+				t.Errorf("fdsp.repair present %v for %s", ok, tr)
+			}
 			if v, ok := rep["latency_ms"]; !ok || v != nil {
 				t.Errorf("latency_ms %v (present %v): want null on demand", v, ok)
 			}
@@ -75,7 +79,13 @@ func TestPlayFDSP(t *testing.T) {
 			}
 		})
 	}
-	var errOut bytes.Buffer
+	var out, errOut bytes.Buffer
+	if err := Play(context.Background(), []string{api.URL + "/vod/asset/manifest.mpd", "--transport", "fdsp", "--repair=false", "--json", "--duration", "2s"}, &out, &errOut); err != nil {
+		t.Fatalf("--repair=false: %v\n%s", err, errOut.String())
+	}
+	if strings.Contains(out.String(), `"repair"`) {
+		t.Fatalf("--repair=false reported repair: %s", out.String())
+	}
 	if err := Play(context.Background(), []string{api.URL + "/vod/asset/manifest.mpd", "--transport", "fdsp", "--bp", "101"}, &bytes.Buffer{}, &errOut); err == nil || !strings.Contains(err.Error(), "--bp") {
 		t.Fatalf("--bp 101: %v", err)
 	}

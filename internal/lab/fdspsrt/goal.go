@@ -25,8 +25,10 @@ type goalRow struct {
 	Run                 string
 	RTTms               float64
 	Multiplier          int
+	Arm                 string // the adaptive peer: fdsp-auto (repair as its row says) or fdsp-auto-norepair
 	SRT, Auto, UDP      row
 	HaveUDP             bool
+	UDPRepair           *row    // all-UDP with repair, when the run has it
 	RebufferRatio       float64 // FDSP adaptive ÷ SRT
 	LatencyRatio        float64 // median added latency, FDSP adaptive ÷ SRT
 	PLRCut              float64 // 1 − adaptive's PLR ÷ all-UDP's
@@ -55,20 +57,28 @@ func goals(run string, rows []row) []goalRow {
 	}
 	var gs []goalRow
 	for _, k := range order {
-		s, ok1 := by[k]["srt"]
-		a, ok2 := by[k]["fdsp-auto"]
-		if !ok1 || !ok2 || s.RebufferMS <= 0 || s.LatencyMedianMS <= 0 {
+		s, ok := by[k]["srt"]
+		if !ok || s.RebufferMS <= 0 || s.LatencyMedianMS <= 0 {
 			continue
 		}
-		g := goalRow{Run: run, RTTms: k.rtt, Multiplier: k.m, SRT: s, Auto: a,
-			RebufferRatio: a.RebufferMS / s.RebufferMS, LatencyRatio: a.LatencyMedianMS / s.LatencyMedianMS}
-		g.RebufferMet = g.RebufferRatio <= 1 && g.LatencyRatio <= equalLatency
-		if u, ok := by[k]["fdsp-udp"]; ok && u.PLR > 0 {
-			g.UDP, g.HaveUDP = u, true
-			g.PLRCut = 1 - a.PLR/u.PLR
-			g.PLRMet = g.PLRCut >= studyPLRCut
+		for _, arm := range []string{"fdsp-auto", "fdsp-auto-norepair"} {
+			a, ok := by[k][arm]
+			if !ok {
+				continue
+			}
+			g := goalRow{Run: run, RTTms: k.rtt, Multiplier: k.m, Arm: arm, SRT: s, Auto: a,
+				RebufferRatio: a.RebufferMS / s.RebufferMS, LatencyRatio: a.LatencyMedianMS / s.LatencyMedianMS}
+			g.RebufferMet = g.RebufferRatio <= 1 && g.LatencyRatio <= equalLatency
+			if u, ok := by[k]["fdsp-udp"]; ok && u.PLR > 0 {
+				g.UDP, g.HaveUDP = u, true
+				g.PLRCut = 1 - a.PLR/u.PLR
+				g.PLRMet = g.PLRCut >= studyPLRCut
+			}
+			if u, ok := by[k]["fdsp-udp-repair"]; ok {
+				g.UDPRepair = &u
+			}
+			gs = append(gs, g)
 		}
-		gs = append(gs, g)
 	}
 	return gs
 }
@@ -96,31 +106,54 @@ func summarize(w io.Writer, dirs []string) error {
 }
 
 func goalTable(w io.Writer, gs []goalRow) {
-	fmt.Fprintln(w, "| run | RTT ms | window | SRT rebuffering ms | FDSP auto rebuffering ms | ratio | SRT added latency ms | FDSP auto added latency ms | ratio | rebuffering goal | all-UDP PLR % | FDSP auto PLR % | PLR cut vs all-UDP | PLR goal (≥ 75 %) |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| run | RTT ms | window | arm (repair) | SRT rebuffering ms | FDSP rebuffering ms | ratio | SRT added latency ms | FDSP added latency ms | ratio | rebuffering goal | all-UDP PLR % | all-UDP + repair PLR % | FDSP PLR % | PLR cut vs all-UDP | PLR goal (≥ 75 %) | both |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	yes := func(b bool) string {
 		if b {
 			return "met"
 		}
 		return "not met"
 	}
-	met, metPLR := 0, 0
+	type count struct{ rows, reb, plr, both int }
+	per := map[string]*count{}
+	var arms []string
 	for _, g := range gs {
-		udp, cut, plrGoal := "—", "—", "—"
+		udp, udpRep, cut, plrGoal := "—", "—", "—", "—"
 		if g.HaveUDP {
 			udp, cut, plrGoal = fmt.Sprintf("%.3f", 100*g.UDP.PLR), fmt.Sprintf("%.0f %%", 100*g.PLRCut), yes(g.PLRMet)
 		}
-		fmt.Fprintf(w, "| %s | %.0f | %d× | %.0f (%d) | %.0f (%d) | %.2f | %.0f | %.0f | %.2f | %s | %s | %.3f | %s | %s |\n",
-			g.Run, g.RTTms, g.Multiplier, g.SRT.RebufferMS, g.SRT.RebufferCount, g.Auto.RebufferMS, g.Auto.RebufferCount, g.RebufferRatio,
-			g.SRT.LatencyMedianMS, g.Auto.LatencyMedianMS, g.LatencyRatio, yes(g.RebufferMet), udp, 100*g.Auto.PLR, cut, plrGoal)
+		if g.UDPRepair != nil {
+			udpRep = fmt.Sprintf("%.3f", 100*g.UDPRepair.PLR)
+		}
+		arm := g.Arm
+		if g.Auto.Repair {
+			arm += " (repair)"
+		}
+		fmt.Fprintf(w, "| %s | %.0f | %d× | %s | %.0f (%d) | %.0f (%d) | %.2f | %.0f | %.0f | %.2f | %s | %s | %s | %.3f | %s | %s | %s |\n",
+			g.Run, g.RTTms, g.Multiplier, arm, g.SRT.RebufferMS, g.SRT.RebufferCount, g.Auto.RebufferMS, g.Auto.RebufferCount, g.RebufferRatio,
+			g.SRT.LatencyMedianMS, g.Auto.LatencyMedianMS, g.LatencyRatio, yes(g.RebufferMet), udp, udpRep, 100*g.Auto.PLR, cut, plrGoal, yes(g.RebufferMet && g.PLRMet))
+		c := per[arm]
+		if c == nil {
+			c = &count{}
+			per[arm] = c
+			arms = append(arms, arm)
+		}
+		c.rows++
 		if g.RebufferMet {
-			met++
+			c.reb++
 		}
 		if g.PLRMet {
-			metPLR++
+			c.plr++
+		}
+		if g.RebufferMet && g.PLRMet {
+			c.both++
 		}
 	}
-	fmt.Fprintf(w, "\nRebuffering goal (at or below SRT's, at an added latency at most 5 %% above SRT's) met in %d of %d rows; the study's PLR cut in %d of %d.\n", met, len(gs), metPLR, len(gs))
+	fmt.Fprintln(w)
+	for _, a := range arms {
+		c := per[a]
+		fmt.Fprintf(w, "%s: rebuffering goal (at or below SRT's, at an added latency at most 5 %% above SRT's) met in %d of %d rows; the study's PLR cut in %d of %d; both in %d of %d.\n", a, c.reb, c.rows, c.plr, c.rows, c.both, c.rows)
+	}
 }
 
 // summaryDirs splits the -summarize argument.

@@ -31,3 +31,27 @@ func TestGoalPerRow(t *testing.T) {
 		t.Errorf("250 ms: %+v, want the rebuffering goal not met and no PLR verdict", g)
 	}
 }
+
+// Both adaptive arms of one run get a row each against the same SRT and
+// all-UDP rows; all-UDP with repair is carried along.
+func TestGoalPerArm(t *testing.T) {
+	mk := func(peer string, rebuf, lat, plr float64, repair bool) row {
+		r := row{RTTms: 150, Multiplier: 3, Peer: peer, PLR: plr, Repair: repair}
+		r.RebufferMS, r.LatencyMedianMS = rebuf, lat
+		return r
+	}
+	rows := []row{
+		mk("srt", 800, 850, 0, false), mk("fdsp-udp", 600, 650, 0.004, false), mk("fdsp-udp-repair", 600, 800, 0.0005, true),
+		mk("fdsp-auto", 700, 840, 0.0004, true), mk("fdsp-auto-norepair", 1200, 1250, 0.003, false),
+	}
+	gs := goals("run", rows)
+	if len(gs) != 2 || gs[0].Arm != "fdsp-auto" || gs[1].Arm != "fdsp-auto-norepair" {
+		t.Fatalf("goal rows %+v: want fdsp-auto then fdsp-auto-norepair", gs)
+	}
+	if g := gs[0]; !g.RebufferMet || !g.PLRMet || g.UDPRepair == nil || g.UDPRepair.PLR != 0.0005 {
+		t.Errorf("repair arm: %+v, want both met (90 %% cut) and the all-UDP repair row", g)
+	}
+	if g := gs[1]; g.RebufferMet || g.PLRMet {
+		t.Errorf("no-repair arm: %+v, want neither met", g)
+	}
+}

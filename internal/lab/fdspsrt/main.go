@@ -46,6 +46,8 @@ type config struct {
 	multipliers                  []int
 	clip, substream, jitterBuf   time.Duration
 	fdspDelay                    float64
+	repair                       bool    // -repair: FDSP's split variants NACK lost UDP packets
+	repairDelay                  float64 // the playout delay fraction of the variants that repair
 	fps                          int
 	seed                         uint64
 }
@@ -63,10 +65,12 @@ func main() {
 	flag.DurationVar(&c.jitterBuf, "jitter-buffer", 50*time.Millisecond, "playout delay both players add on top of the latency budget (timer slack of the local pipeline)")
 	flag.Float64Var(&c.fdspDelay, "fdsp-delay-fraction", 1, "FDSP's playout delay as a fraction of SRT's window (1: the same budget; 0: only the jitter buffer, FDSP's lowest latency)")
 	flag.StringVar(&c.cc, "cc", "cubic", "TCP congestion control of FDSP's server (\"\": the system's)")
-	flag.StringVar(&c.only, "peers", "", "comma-separated subset of srt,fdsp-udp,fdsp-bp0,fdsp-bp50,fdsp-bp100,fdsp-auto,fdsp-tcp (default all)")
+	flag.StringVar(&c.only, "peers", "", "comma-separated subset of srt,fdsp-udp,fdsp-udp-repair,fdsp-bp0,fdsp-bp50,fdsp-bp100,fdsp-auto,fdsp-auto-norepair,fdsp-tcp (default all)")
 	flag.Uint64Var(&c.seed, "seed", 7, "netem seed")
 	flag.StringVar(&c.asset, "asset", "", "a packaged asset folder to stream instead of the synthetic clip (e.g. .cache/fdsp-study/fast-4000k, the FDSP study's fast clip: fdspstudy -prepare makes it)")
 	flag.StringVar(&c.srtInput, "srt-input", "udp", "how the paced datagrams reach srt-live-transmit: udp (a local socket with the kernel's default receive buffer, which a large I-frame overflows) or stdin (a pipe: no loss before SRT)")
+	flag.BoolVar(&c.repair, "repair", true, "fdsp-bp*, fdsp-auto: NACK lost UDP packets while their deadline leaves time (our fix; -repair=false: the study's design). fdsp-udp-repair always repairs, fdsp-udp and fdsp-auto-norepair never")
+	flag.Float64Var(&c.repairDelay, "repair-delay-fraction", -1, "the playout delay fraction (as -fdsp-delay-fraction) of the variants that repair; negative: -fdsp-delay-fraction")
 	summ := flag.String("summarize", "", "print the tables and issue 12's goal per row for these comma-separated result folders, and stop")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
@@ -204,9 +208,15 @@ func runRTT(ctx context.Context, c config, h *hub.Hub, stream string, ds []timed
 			if !c.wants(v.Name) {
 				continue
 			}
-			log.Printf("RTT %s, %d× (%s): %s", rtt, m, budget, v.Name)
-			res, err := runFDSP(ctx, addr, stream, v, time.Duration(c.fdspDelay*float64(budget))+c.jitterBuf, dial)
-			rows = append(rows, fdspRow(base, v, res, err))
+			repair, frac := v.repairs(c.repair), c.fdspDelay
+			if repair && c.repairDelay >= 0 {
+				frac = c.repairDelay
+			}
+			log.Printf("RTT %s, %d× (%s): %s (repair %v, playout delay %.2f of the window)", rtt, m, budget, v.Name, repair, frac)
+			res, err := runFDSP(ctx, addr, stream, v, repair, time.Duration(frac*float64(budget))+c.jitterBuf, dial)
+			r := fdspRow(base, v, res, err)
+			r.Repair, r.FDSPDelayFraction = repair, frac
+			rows = append(rows, r)
 			logRow(rows[len(rows)-1])
 		}
 	}

@@ -56,6 +56,7 @@ type config struct {
 	bp        uint8 // Table 2's FDSP variant
 	prepare   bool  // make the table's contents and stop
 	serverLog bool  // the FDSP server's debug log (adaptive BP's inputs per substream) on stderr
+	repair    bool  // FDSP's split variants NACK lost UDP packets (our fix)
 }
 
 // serverLogger is the FDSP server's logger: debug lines on stderr with -server-log,
@@ -85,6 +86,7 @@ func main() {
 	flag.StringVar(&bitrates, "bitrates", "1000k,2000k,4000k", "Table 2: the clips' bitrates")
 	flag.IntVar(&bp, "bp", 50, "Table 2: FDSP's BP (255: adaptive)")
 	flag.BoolVar(&c.prepare, "prepare", false, "only render and package the table's contents (into -cache; content.json in -out)")
+	flag.BoolVar(&c.repair, "repair", true, "FDSP variants (bp*, auto) NACK lost UDP packets while their deadline leaves time (our fix; -repair=false: the study's design). Extra variants, run only when -variants names them: auto-norepair, udp-repair")
 	flag.BoolVar(&c.serverLog, "server-log", false, "the FDSP server's debug log on stderr (adaptive BP's inputs per substream)")
 	summ := flag.String("summarize", "", "print Markdown summaries (medians and ranges over repetitions) of these comma-separated result folders or files, and stop")
 	fixedOnly := flag.String("fixed-only", "", "-summarize: comma-separated folders or files among those whose adaptive rows are left out (made with another controller)")

@@ -27,6 +27,12 @@ type lab struct {
 	// the last play's UDP datagrams dropped in the client namespace: a full
 	// socket receive buffer, a bad checksum (the link's corruption)
 	rcvbufErrors, csumErrors int64
+	repair                   bool // -repair: FDSP's split variants NACK lost UDP packets
+}
+
+// repairs says whether variant v's client repairs UDP losses in this lab.
+func (l *lab) repairs(v variant) bool {
+	return v.Repair == repairOn || (v.Repair == repairFlag && l.repair)
 }
 
 // udpCounters reads the client namespace's UDP counters (/proc/net/snmp as the
@@ -121,7 +127,7 @@ func (l *lab) play(ctx context.Context, stream string, v variant, video *bytes.B
 		return countingConn{c, &n}, nil
 	}
 	o := fdsp.ClientOptions{
-		Addr: l.addr, Stream: stream, Mode: v.Mode, BP: v.BP, Dial: dial, SampleInterval: interval,
+		Addr: l.addr, Stream: stream, Mode: v.Mode, BP: v.BP, Repair: l.repairs(v), Dial: dial, SampleInterval: interval,
 		DialUDP: func(ctx context.Context, raddr string) (net.Conn, error) { return dial(ctx, "udp", raddr) },
 	}
 	if video != nil {

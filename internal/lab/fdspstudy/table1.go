@@ -19,17 +19,31 @@ type variant struct {
 	Name string
 	Mode fdsp.Mode
 	BP   uint8
+	// Repair: repairOff never NACKs (the study's design), repairOn always,
+	// repairFlag as -repair says (FDSP's split modes; the baselines never).
+	Repair repairChoice
+	Extra  bool // run only when -variants names it
 }
 
+type repairChoice uint8
+
+const (
+	repairOff repairChoice = iota
+	repairFlag
+	repairOn
+)
+
 var variants = []variant{
-	{"tcp", fdsp.ModeTCP, 0},
-	{"udp", fdsp.ModeUDP, 0},
-	{"bp0", fdsp.ModeFDSP, 0},
-	{"bp25", fdsp.ModeFDSP, 25},
-	{"bp50", fdsp.ModeFDSP, 50},
-	{"bp75", fdsp.ModeFDSP, 75},
-	{"bp100", fdsp.ModeFDSP, 100},
-	{"auto", fdsp.ModeFDSP, fdsp.BPAuto},
+	{"tcp", fdsp.ModeTCP, 0, repairOff, false},
+	{"udp", fdsp.ModeUDP, 0, repairOff, false},
+	{"bp0", fdsp.ModeFDSP, 0, repairFlag, false},
+	{"bp25", fdsp.ModeFDSP, 25, repairFlag, false},
+	{"bp50", fdsp.ModeFDSP, 50, repairFlag, false},
+	{"bp75", fdsp.ModeFDSP, 75, repairFlag, false},
+	{"bp100", fdsp.ModeFDSP, 100, repairFlag, false},
+	{"auto", fdsp.ModeFDSP, fdsp.BPAuto, repairFlag, false},
+	{"auto-norepair", fdsp.ModeFDSP, fdsp.BPAuto, repairOff, true}, // the study's design, adaptive
+	{"udp-repair", fdsp.ModeUDP, 0, repairOn, true},                // what repair alone does
 }
 
 // Row is one run's result.
@@ -41,6 +55,7 @@ type Row struct {
 	RTTms         int      `json:"rtt_ms"`
 	Rep           int      `json:"rep"`
 	Variant       string   `json:"variant"`
+	Repair        bool     `json:"repair"` // the client NACKed lost UDP packets (our fix, not the study's design)
 	BP            float64  `json:"bp"`
 	RebufferMS    float64  `json:"rebuffer_ms"`
 	RebufferCount int      `json:"rebuffer_count"`
@@ -97,11 +112,13 @@ func table1(ctx context.Context, c config) error {
 		if err != nil {
 			return err
 		}
+		l.repair = c.repair
 		for rep := 1; rep <= c.reps; rep++ {
 			for _, ct := range cs {
 				var ref []byte
 				for _, v := range variants {
-					if c.variants != "" && !strings.Contains(","+c.variants+",", ","+v.Name+",") && (v.Name != "tcp" || !c.ref) {
+					named := strings.Contains(","+c.variants+",", ","+v.Name+",")
+					if (c.variants != "" && !named && (v.Name != "tcp" || !c.ref)) || (v.Extra && !named) {
 						continue
 					}
 					log.Printf("RTT %s, rep %d, %s: %s", rtt, rep, ct.Name, v.Name)
@@ -109,6 +126,7 @@ func table1(ctx context.Context, c config) error {
 					st, _, err := l.play(ctx, "vod/"+ct.Name, v, &vid, time.Second)
 					row := newRow(st, err)
 					row.Table, row.Clip, row.Asset, row.Link, row.RTTms, row.Rep, row.Variant = 1, ct.Clip, ct.Name, "study", int(rtt/time.Millisecond), rep, v.Name
+					row.Repair = l.repairs(v)
 					drops, csum := l.rcvbufErrors, l.csumErrors
 					row.RcvbufErrors, row.CsumErrors = &drops, &csum
 					row.Frames = frames(vid.Bytes())

@@ -54,7 +54,7 @@ func table2(ctx context.Context, c config, bitrates []int) error {
 	if err != nil {
 		return err
 	}
-	fd := variant{fmt.Sprintf("bp%d", c.bp), fdsp.ModeFDSP, c.bp}
+	fd := variant{Name: fmt.Sprintf("bp%d", c.bp), Mode: fdsp.ModeFDSP, BP: c.bp, Repair: repairFlag}
 	if c.bp == fdsp.BPAuto {
 		fd.Name = "auto"
 	}
@@ -69,12 +69,14 @@ func table2(ctx context.Context, c config, bitrates []int) error {
 			if err != nil {
 				return err
 			}
+			l.repair = c.repair
 			for rep := 1; rep <= c.reps; rep++ {
 				for _, v := range []variant{variants[0], fd} { // all-TCP, then FDSP
 					log.Printf("%s over %s (%s), rep %d: %s", ct.Name, link, p.Forward.Rate, rep, v.Name)
 					st, tp, err := l.play(ctx, "vod/"+ct.Name, v, nil, 500*time.Millisecond)
 					row := newRow(st, err)
 					row.Table, row.Clip, row.Asset, row.Link, row.RTTms, row.Rep, row.Variant = 2, ct.Clip, ct.Name, link, 50, rep, v.Name
+					row.Repair = l.repairs(v)
 					row.Throughput = tp
 					drops, csum := l.rcvbufErrors, l.csumErrors
 					row.RcvbufErrors, row.CsumErrors = &drops, &csum

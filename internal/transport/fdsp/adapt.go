@@ -79,23 +79,35 @@ type plannedSub struct {
 }
 
 const (
-	bpStart     = 25      // before any measurement: on time at every RTT of the study
-	bpStep      = 25      // BP moves in steps of a quarter
-	setPoint    = 2.0 / 3 // predicted TCP time ÷ window: room for a part 1.5× slower than measured
-	keepMeasure = 3       // measurements the prediction takes the lowest of
-	ceilingHold = 8
-	maxHold     = 64
-	noCeiling   = 100 + bpStep
-	keepGiven   = 16 // substreams remembered (a report is at most a few behind)
+	bpStart = 25 // before any measurement: on time at every RTT of the study
+	// bpStartRepair is the start with repair (Hello.Repair): the first TCP
+	// parts go on a fresh flow still in slow start, and at BP 25 the fast clip's
+	// first part took 1.2–3.1 s at 150–250 ms RTT (round 4), longer than SRT's
+	// whole start-up. At 0 only headers and parameter sets wait on TCP; the
+	// I-frame bytes UDP loses meanwhile are mostly repaired. The controller
+	// climbs from there once TCPReports measure the path.
+	bpStartRepair = 0
+	bpStep        = 25      // BP moves in steps of a quarter
+	setPoint      = 2.0 / 3 // predicted TCP time ÷ window: room for a part 1.5× slower than measured
+	keepMeasure   = 3       // measurements the prediction takes the lowest of
+	ceilingHold   = 8
+	maxHold       = 64
+	noCeiling     = 100 + bpStep
+	keepGiven     = 16 // substreams remembered (a report is at most a few behind)
 )
 
-func (a *adaptiveBP) init(bp uint8) {
+// init sets a fixed BP, or adaptive BP (BPAuto) starting at bpStart, or at
+// bpStartRepair when the client repairs UDP losses.
+func (a *adaptiveBP) init(bp uint8, repair bool) {
 	a.auto = bp == BPAuto
 	a.bp = int(bp)
 	a.given = map[uint32]plannedSub{}
 	a.ceiling, a.hold = noCeiling, ceilingHold
 	if a.auto {
 		a.bp = bpStart
+		if repair {
+			a.bp = bpStartRepair
+		}
 	}
 }
 
@@ -247,8 +259,11 @@ func (a *adaptiveBP) report(r Report) {
 	if !a.auto {
 		return
 	}
-	a.lossy = append(a.lossy, r.Lost > 0)
-	a.lost, a.expected = append(a.lost, min(r.Lost, r.Expected)), append(a.expected, r.Expected)
+	// The path's loss is what went missing, repaired or not: it is what TCP
+	// meets and what puts I-frame bytes at risk (a repair can miss its deadline).
+	lost := min(r.Lost+r.Repaired, r.Expected)
+	a.lossy = append(a.lossy, lost > 0)
+	a.lost, a.expected = append(a.lost, lost), append(a.expected, r.Expected)
 	if len(a.lossy) > keepMeasure {
 		a.lossy, a.lost, a.expected = a.lossy[1:], a.lost[1:], a.expected[1:]
 	}

@@ -81,14 +81,14 @@ func TestAdaptiveBPDoesNotExtrapolateALuckyGoodput(t *testing.T) {
 	} {
 		t.Run(tc.rtt.String(), func(t *testing.T) {
 			var old adaptiveBP
-			old.init(BPAuto)
+			old.init(BPAuto, false)
 			plans, late := runOnPath(&old, tc.rtt, tc.fast, false, 12)
 			if (late > 0) != tc.oldLate {
 				t.Fatalf("goodput alone: plans %v with %d parts late, want late: %v (the test's path model changed?)", plans, late, tc.oldLate)
 			}
 			t.Logf("goodput alone: %v, %d late", plans, late)
 			var a adaptiveBP
-			a.init(BPAuto)
+			a.init(BPAuto, false)
 			plans, late = runOnPath(&a, tc.rtt, tc.fast, true, 12)
 			t.Logf("with the loss-limited rate: %v, %d late", plans, late)
 			if late > 0 {
@@ -120,7 +120,7 @@ func TestLossLimitedRate(t *testing.T) {
 	// No Report yet, or no UDP loss: no cap, the measured goodput alone, however
 	// much TCP retransmitted (on a jittery path that is reordering, not loss).
 	var a adaptiveBP
-	a.init(BPAuto)
+	a.init(BPAuto, false)
 	a.observePath(tcpPath{rtt: 250 * time.Millisecond, mss: studyMSS, retrans: 88, segsOut: 1000})
 	if r := a.lossLimited(); r != 0 {
 		t.Errorf("loss-limited rate %g before any Report, want 0", r)

@@ -86,7 +86,7 @@ func TestAdaptiveBPSettlesAtTheHighestBPUnderTheSetPoint(t *testing.T) {
 				t.Fatalf("test table: the set point allows %d at %.0f B/s, not %d", b, tc.rate, tc.want)
 			}
 			var a adaptiveBP
-			a.init(BPAuto)
+			a.init(BPAuto, false)
 			plans, late := run(&a, link{steady(tc.rate), true}, 12)
 			if plans[0] != bpStart || plans[1] != bpStart {
 				t.Errorf("plans %v: the first two (before any measure) want %d", plans, bpStart)
@@ -116,7 +116,7 @@ func TestAdaptiveBPSettlesAtTheHighestBPUnderTheSetPoint(t *testing.T) {
 
 func TestAdaptiveBPFollowsAPathThatChanges(t *testing.T) {
 	var a adaptiveBP
-	a.init(BPAuto)
+	a.init(BPAuto, false)
 	worse := func(k int) float64 {
 		if k < 8 {
 			return 1_000_000
@@ -134,7 +134,7 @@ func TestAdaptiveBPFollowsAPathThatChanges(t *testing.T) {
 	}
 
 	var b adaptiveBP
-	b.init(BPAuto)
+	b.init(BPAuto, false)
 	better := func(k int) float64 {
 		if k < 6 {
 			return 150_000
@@ -149,7 +149,7 @@ func TestAdaptiveBPFollowsAPathThatChanges(t *testing.T) {
 
 func TestAdaptiveBPLateTCPPartMakesACeiling(t *testing.T) {
 	var a adaptiveBP
-	a.init(BPAuto)
+	a.init(BPAuto, false)
 	plans, _ := run(&a, link{steady(1_000_000), true}, 6) // up to 100
 	if plans[5] != 100 {
 		t.Fatalf("plans %v: want 100", plans)
@@ -180,7 +180,7 @@ func TestAdaptiveBPLateTCPPartMakesACeiling(t *testing.T) {
 
 func TestAdaptiveBPDoesNotClimbOnACleanPath(t *testing.T) {
 	var a adaptiveBP
-	a.init(BPAuto)
+	a.init(BPAuto, false)
 	plans, _ := run(&a, link{steady(1_000_000), false}, 12)
 	// Before the first Report (about three substreams) it climbs on the TCP
 	// prediction alone; once Reports say UDP loses nothing it holds.
@@ -198,7 +198,7 @@ func TestAdaptiveBPWithAClientWithoutTCPReports(t *testing.T) {
 	// A client before TCPReports sends only Reports: BP stays at the start and a
 	// late TCP part lowers it (the Report's lateness).
 	var a adaptiveBP
-	a.init(BPAuto)
+	a.init(BPAuto, false)
 	var plans []int
 	for k := 0; k < 6; k++ {
 		if k >= 3 {
@@ -217,7 +217,7 @@ func TestAdaptiveBPWithAClientWithoutTCPReports(t *testing.T) {
 
 func TestAdaptiveBPIgnoresReportsOfUnknownSubstreams(t *testing.T) {
 	var a adaptiveBP
-	a.init(BPAuto)
+	a.init(BPAuto, false)
 	a.tcpReport(TCPReport{Substream: 99, TCPms: 1, SlackMS: -1000, SlackKnown: true})
 	if len(a.rates) != 0 || a.ceiling != noCeiling {
 		t.Errorf("a report of a substream never planned moved the controller: rates %v ceiling %d", a.rates, a.ceiling)
@@ -233,7 +233,7 @@ func TestAdaptiveBPIgnoresReportsOfUnknownSubstreams(t *testing.T) {
 
 func TestFixedBPIgnoresReports(t *testing.T) {
 	var a adaptiveBP
-	a.init(25)
+	a.init(25, false)
 	plans, _ := run(&a, link{steady(10_000), true}, 6)
 	if !slices.Equal(plans, []int{25, 25, 25, 25, 25, 25}) {
 		t.Errorf("fixed BP moved: %v", plans)

@@ -36,6 +36,9 @@ type ClientOptions struct {
 	// Dial and DialUDP make the sockets (a lab namespace's); defaults: net.Dialer.
 	Dial    func(ctx context.Context, network, addr string) (net.Conn, error)
 	DialUDP func(ctx context.Context, raddr string) (net.Conn, error)
+	// Repair NACKs lost UDP packets while their deadline leaves time for a resend
+	// (repair_client.go; our fix, not the FDSP study's design). Not in all-TCP mode.
+	Repair bool
 	// Reconnects bounds TCP reconnections after a drop (default 3).
 	Reconnects int
 	// Progress, if set, is called after each substream with the stats so far.
@@ -100,6 +103,8 @@ type Stats struct {
 	// UDPParts is each played substream's UDP part: loss, lateness and how close
 	// its packets came to their deadlines (udpparts.go).
 	UDPParts []UDPPart `json:"udp_parts"`
+	// Repair is what NACK-based repair did (nil: off).
+	Repair *RepairStats `json:"repair,omitempty"`
 	// StartedAt is the local wall time of the session's start (Samples' T = 0).
 	StartedAt time.Time `json:"started_at"`
 }
@@ -166,6 +171,8 @@ type client struct {
 	sink               Sink       // from opts.NewSink at the first access unit; the player's only
 	parts              map[uint32]*UDPPart
 	playedAUs          map[uint32][]AU // the last keepPlayed played substreams' maps
+	handshake          time.Duration   // Hello to Session: the first RTT estimate
+	rep                *repairer       // nil: no repair
 }
 
 // Play runs a client session to the end of the stream, Duration, a fatal error or
@@ -190,6 +197,9 @@ func Play(ctx context.Context, o ClientOptions) (Stats, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Mode == ModeTCP {
+		o.Repair = false // nothing goes over UDP
 	}
 	c := &client{opts: o, log: o.Logger, start: time.Now(), changed: make(chan struct{}), subs: map[uint32]*rxSub{}, maxSeen: -1, state: "startup", dts0: -1}
 	c.stats.Mode = o.Mode.String()
@@ -217,6 +227,11 @@ func Play(ctx context.Context, o ClientOptions) (Stats, error) {
 		defer u.Close()
 		c.udp, c.drops0 = u, socketDrops(u)
 		c.growRcvbuf(rcvbufFor(0, o.PlayoutDelay))
+		if o.Repair {
+			c.rep = newRepairer(c.handshake)
+			wg.Add(1)
+			go func() { defer wg.Done(); c.repairLoop(ctx) }()
+		}
 		wg.Add(1)
 		go func() { defer wg.Done(); c.readUDP(u) }()
 		if err := c.bindUDP(ctx, u, br); err != nil {
@@ -274,7 +289,8 @@ func (c *client) connect(ctx context.Context, tok Token, resume uint32) (net.Con
 	}
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	h := Hello{Mode: c.opts.Mode, BP: c.opts.BP, Token: tok, Resume: resume, Stream: c.opts.Stream, Track: c.opts.Track}
+	h := Hello{Mode: c.opts.Mode, BP: c.opts.BP, Token: tok, Resume: resume, Stream: c.opts.Stream, Track: c.opts.Track, Repair: c.opts.Repair}
+	sent := time.Now()
 	if err := WriteFrame(conn, FrameHello, h.Marshal()); err != nil {
 		conn.Close()
 		return nil, nil, fmt.Errorf("fdsp: %w", err)
@@ -298,6 +314,15 @@ func (c *client) connect(ctx context.Context, tok Token, resume uint32) (net.Con
 	_ = conn.SetReadDeadline(time.Time{})
 	c.mu.Lock()
 	c.sess, c.conn = s, conn
+	if c.handshake == 0 {
+		c.handshake = time.Since(sent)
+		// The kernel's smoothed RTT is better where it is known: Hello to
+		// Session includes a retransmission when one of them was lost (at least
+		// 200 ms), and an RTT too large starves repair (no NACK seems in time).
+		if tp, ok := readTCPPath(conn); ok && tp.rtt > 0 {
+			c.handshake = tp.rtt
+		}
+	}
 	c.mu.Unlock()
 	return conn, br, nil
 }
@@ -501,21 +526,34 @@ func (c *client) readUDP(u net.Conn) {
 			c.stats.UDPBytes += int64(n)
 			s := c.sub(f.Substream)
 			now := time.Now()
+			if f.Resent && c.rep != nil {
+				c.rep.st.RepairBytes += int64(n)
+			}
 			switch {
 			case s == nil:
-				c.stats.Late++ // its substream is played (or implausibly far ahead)
+				c.late(f) // its substream is played (or implausibly far ahead)
 				if aus, ok := c.playedAUs[f.Substream]; ok {
 					c.placeUDP(f, aus, true, now)
 				}
 			case int(f.Seq) < s.doneSeq:
-				c.stats.Late++
+				c.late(f)
 				c.placeUDP(f, s.aus, true, now)
 			default:
+				if c.rep != nil {
+					c.rep.arrived(f.Substream, f.Seq, f.Resent, now, c.udpCount)
+				}
 				if _, dup := s.frags[f.Seq]; dup {
 					c.stats.Dups++
+					if f.Resent && c.rep != nil {
+						c.rep.st.RepairDup++
+					}
 				} else {
 					f.Data = append([]byte(nil), f.Data...) // buf is reused
 					s.frags[f.Seq] = f
+					if f.Resent && c.rep != nil {
+						c.rep.st.Repaired++
+						c.part(f.Substream).Repaired++
+					}
 					if s.complete {
 						c.placeUDP(f, s.aus, false, now)
 					}

@@ -18,5 +18,8 @@ func (s *Server) collectors() []prometheus.Collector {
 		counter("tcp_bytes_total", "Bytes written on FDSP TCP connections.", func() float64 { return float64(s.TCPBytes.Load()) }),
 		counter("udp_bytes_total", "Bytes of RTP datagrams sent.", func() float64 { return float64(s.UDPBytes.Load()) }),
 		counter("udp_packets_total", "RTP datagrams sent.", func() float64 { return float64(s.UDPPacket.Load()) }),
+		counter("resent_packets_total", "RTP datagrams sent again on a client's NACK.", func() float64 { return float64(s.Resent.Load()) }),
+		counter("repair_ignored_total", "NACKed packets (or malformed NACK frames) not resent: unknown, expired, not yet sent, or another session's.", func() float64 { return float64(s.RepairIgnored.Load()) }),
+		counter("repair_over_budget_total", "NACKed packets not resent: the session's repair budget was spent.", func() float64 { return float64(s.RepairOverBudget.Load()) }),
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"net"
-	"net/netip"
-	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -28,15 +26,7 @@ import (
 // a large share of the bytes, and the loss is high, so the difference stands well
 // clear of chance (a first run: see the test log).
 func TestNetemLossUDPvsFDSP(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipped in -short: streams over an emulated lossy link")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("skipped: needs root to create network namespaces (CI runs as root)")
-	}
-	if _, err := os.Stat("/dev/net/tun"); err != nil {
-		t.Skip("skipped: no /dev/net/tun")
-	}
+	needNetem(t)
 	dir := testmedia.AssetWith(t, testmedia.Options{SegmentDuration: 200 * time.Millisecond, Ladder: "360p:600k", Duration: 16 * time.Second})
 	a, err := hub.OpenAsset(dir)
 	if err != nil {
@@ -46,39 +36,9 @@ func TestNetemLossUDPvsFDSP(t *testing.T) {
 	h.AddAsset(a)
 	ref := referenceStream(t, h, "asset", 2*time.Second)
 
-	link := netem.Impairment{Delay: netem.Duration(10 * time.Millisecond), Loss: netem.Bernoulli(10)}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	nw, err := netem.Up(ctx, netem.TwoHosts(netem.Symmetric(link)), netem.Options{Name: "fdsp-test", Seed: 12})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := nw.Close(); err != nil {
-			t.Errorf("netem close: %v", err)
-		}
-	})
-	var s *Server
-	if err := nw.Do("server", func() (err error) {
-		s, err = NewServer(h, "0.0.0.0:0", "0.0.0.0:0", Options{Substream: 2 * time.Second})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx) }()
-	defer func() {
-		cancel()
-		<-served
-	}()
-	addr := netip.AddrPortFrom(nw.Server(), uint16(s.Addr().(*net.TCPAddr).Port)).String()
-	inClient := func(ctx context.Context, network, addr string) (c net.Conn, err error) {
-		err = nw.Do("client", func() error {
-			c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
-			return err
-		})
-		return c, err
-	}
+	ctx := context.Background()
+	n := upNetem(t, ctx, h, netem.Impairment{Delay: netem.Duration(10 * time.Millisecond), Loss: netem.Bernoulli(10)}, 12)
+	addr, inClient := n.addr, n.dial
 	type run struct {
 		st  Stats
 		err error

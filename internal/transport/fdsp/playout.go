@@ -62,9 +62,14 @@ func (c *client) play(ctx context.Context) error {
 		delete(c.subs, k)
 		c.keepPlayedAUs(k, s.aus)
 		c.playing = k + 1
+		repaired := 0
+		if c.rep != nil {
+			c.rep.forget(k + 1)
+			repaired = min(c.part(k).Repaired, expected-lost)
+		}
 		st := c.stats
 		c.mu.Unlock()
-		c.send(FrameReport, Report{Substream: k, Lost: uint32(lost), Expected: uint32(expected), LateMS: uint32(late.Milliseconds())}.Marshal())
+		c.send(FrameReport, Report{Substream: k, Lost: uint32(lost), Expected: uint32(expected), LateMS: uint32(late.Milliseconds()), Repaired: uint32(repaired)}.Marshal())
 		if c.opts.Progress != nil {
 			c.opts.Progress(st)
 		}
@@ -236,6 +241,9 @@ func (c *client) finish(err error) Stats {
 		st.UDPLoss = float64(st.Lost) / float64(st.Expected)
 	}
 	st.UDPParts = c.udpParts()
+	if c.rep != nil {
+		st.Repair = c.rep.stats()
+	}
 	if st.AUs > 0 {
 		st.Decodable = float64(st.DecodableAUs) / float64(st.AUs)
 	}

@@ -36,6 +36,7 @@ type Fragment struct {
 	Timestamp uint32 // 90 kHz PTS
 	SSRC      uint32
 	Marker    bool
+	Resent    bool // payload type resendPT: sent again on a NACK
 	Substream uint32
 	NAL       uint16 // index in the access unit
 	Offset    uint32 // of Data[0] in the NAL unit
@@ -87,10 +88,11 @@ func ParseRTP(p []byte) (Fragment, error) {
 	if len(p) < rtpHeaderLen+extLen+1 {
 		return f, fmt.Errorf("%w: datagram of %d bytes", ErrFormat, len(p))
 	}
-	if p[0] != rtpVersion<<6|0x10 || p[1]&0x7f != payloadType {
+	if pt := p[1] & 0x7f; p[0] != rtpVersion<<6|0x10 || (pt != payloadType && pt != resendPT) {
 		return f, fmt.Errorf("%w: not an FDSP RTP packet (%02x %02x)", ErrFormat, p[0], p[1])
 	}
 	f.Marker = p[1]&0x80 != 0
+	f.Resent = p[1]&0x7f == resendPT
 	f.Seq = binary.BigEndian.Uint16(p[2:])
 	f.Timestamp = binary.BigEndian.Uint32(p[4:])
 	f.SSRC = binary.BigEndian.Uint32(p[8:])

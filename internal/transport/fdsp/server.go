@@ -107,6 +107,13 @@ type Server struct {
 	TCPBytes  atomic.Int64
 	UDPBytes  atomic.Int64
 	UDPPacket atomic.Int64
+	// Repair (NACKs, repair_server.go): packets sent again, and packets or
+	// NACK frames refused (malformed, unknown, expired, not yet sent, another
+	// SSRC) or left unsent because the session's repair budget was spent.
+	Resent           atomic.Int64
+	ResentBytes      atomic.Int64
+	RepairIgnored    atomic.Int64
+	RepairOverBudget atomic.Int64
 }
 
 // NewServer listens on the TCP and UDP addresses.

@@ -28,6 +28,7 @@ type session struct {
 	bp    adaptiveBP
 	tcpIP netip.Addr // the TCP peer's address: only it may bind the UDP peer
 	rd    *mediaReader
+	rs    *resender // the UDP packets a NACK may ask for again
 
 	mu     sync.Mutex
 	peer   netip.AddrPort
@@ -148,8 +149,8 @@ func (s *Server) open(h Hello, c net.Conn) (*session, error) {
 		return nil, err
 	}
 	tok, ssrc := newToken()
-	ss := &session{srv: s, token: tok, ssrc: ssrc, mode: h.Mode, tcpIP: ip, rd: rd, bound: make(chan struct{}), busy: true}
-	ss.bp.init(h.BP)
+	ss := &session{srv: s, token: tok, ssrc: ssrc, mode: h.Mode, tcpIP: ip, rd: rd, bound: make(chan struct{}), busy: true, rs: newResender()}
+	ss.bp.init(h.BP, h.Repair)
 	s.sessions[tok] = ss
 	return ss, nil
 }
@@ -219,6 +220,8 @@ func (ss *session) run(ctx context.Context, br *bufio.Reader, w *countingWriter,
 					}
 					ss.bp.tcpReport(r)
 				}
+			case FrameNACK:
+				ss.repair(p)
 			}
 		}
 	}()
@@ -311,6 +314,8 @@ func (ss *session) sendUDP(ctx context.Context, jobs <-chan *job) error {
 	ss.mu.Unlock()
 	var next time.Time // where the media clock is
 	for j := range jobs {
+		ss.rs.begin(j)
+		sent := 0
 		start := time.Now()
 		if next.After(start) {
 			start = next
@@ -326,6 +331,8 @@ func (ss *session) sendUDP(ctx context.Context, jobs <-chan *job) error {
 					ss.srv.UDPBytes.Add(int64(len(d)))
 					ss.srv.UDPPacket.Add(1)
 				}
+				sent++
+				ss.rs.sentUpTo(j.hdr.Index, sent)
 			}
 		}
 		next = start.Add(ticks90(uint64(j.hdr.Duration)))

@@ -22,6 +22,11 @@ type UDPPart struct {
 	// used (its rebuffering shift when the substream was played).
 	MinMarginMS float64 `json:"min_margin_ms"`
 	MaxLateMS   float64 `json:"max_late_ms"`
+	// With repair: packets NACKed (a packet NACKed again counts again), resends
+	// used in time, resends that came after their access unit was played.
+	Nacked     int `json:"nacked"`
+	Repaired   int `json:"repaired"`
+	RepairLate int `json:"repair_late"`
 	// ShiftMS is the rebuffering so far when the substream was played.
 	ShiftMS float64 `json:"shift_ms"`
 	margins int     // packets that set MinMarginMS
@@ -69,11 +74,15 @@ func (c *client) auDeadline(a AU, shift time.Duration) (time.Time, bool) {
 }
 
 // placeUDP records a datagram's arrival against its access unit's deadline;
-// late: it came after the access unit was played. aus is its substream's map
-// (nil: unknown, nothing to place it against). c.mu is held.
+// late: it came after the access unit was played (a late original counts in
+// Late, a late resend in RepairLate). aus is its substream's map (nil: unknown,
+// nothing to place it against). c.mu is held.
 func (c *client) placeUDP(f Fragment, aus []AU, late bool, now time.Time) {
 	p := c.part(f.Substream)
-	if late {
+	switch {
+	case late && f.Resent:
+		p.RepairLate++
+	case late:
 		p.Late++
 	}
 	a, ok := auBySeq(aus, f.Seq)

@@ -32,6 +32,7 @@ const (
 	FrameError       FrameType = 10 // server → client: the session was refused or failed
 	FrameAudioConfig FrameType = 11 // server → client: the audio's AAC AudioSpecificConfig (audio.go)
 	FrameTCPReport   FrameType = 12 // client → server: how long a substream's TCP part took and its slack
+	FrameNACK        FrameType = 13 // client → server: send these UDP packets again (nack.go; Hello.Repair)
 )
 
 // MaxFrame bounds a frame's payload: one access unit's critical part fits with room.
@@ -81,7 +82,12 @@ type Hello struct {
 	Resume uint32
 	Stream string // "vod/NAME" or "live/NAME"
 	Track  string // video track ID; empty: the highest rung
+	// Repair says the client will NACK lost UDP packets (flags bit 0; our fix,
+	// not the study's design): adaptive BP then starts at bpStartRepair.
+	Repair bool
 }
+
+const helloRepair = 1 // Hello flags bit 0
 
 // Session is the server's answer to a Hello.
 type Session struct {
@@ -130,6 +136,10 @@ type Report struct {
 	Lost      uint32 // UDP packets lost or late
 	Expected  uint32 // UDP packets of the substream
 	LateMS    uint32 // how long after its deadline the substream's TCP part completed
+	// Repaired is how many of the substream's UDP packets were missing and came
+	// in time on a resend (NACK): Lost + Repaired is what the path lost. Sent
+	// only by a client that repairs (an optional fifth u32).
+	Repaired uint32
 }
 
 // TCPReport is the client's measure of one substream's TCP part, sent as soon as
@@ -279,7 +289,11 @@ func appendStr(b []byte, s string) []byte {
 // Marshal encodes the Hello.
 func (h Hello) Marshal() []byte {
 	b := binary.BigEndian.AppendUint32(nil, helloMagic)
-	b = append(b, 1, byte(h.Mode), h.BP, 0)
+	var flags byte
+	if h.Repair {
+		flags |= helloRepair
+	}
+	b = append(b, 1, byte(h.Mode), h.BP, flags)
 	b = append(b, h.Token[:]...)
 	b = binary.BigEndian.AppendUint32(b, h.Resume)
 	b = appendStr(b, h.Stream)
@@ -294,7 +308,7 @@ func ParseHello(p []byte) (Hello, error) {
 		return h, fmt.Errorf("%w: not an FDSP version 1 hello", ErrFormat)
 	}
 	h.Mode, h.BP = Mode(r.u8()), r.u8()
-	r.u8()
+	h.Repair = r.u8()&helloRepair != 0 // other bits: reserved, ignored as before
 	copy(h.Token[:], r.take(TokenLen))
 	h.Resume = r.u32()
 	h.Stream, h.Track = r.str(), r.str()
@@ -410,18 +424,27 @@ func (m Report) Marshal() []byte {
 	b := binary.BigEndian.AppendUint32(nil, m.Substream)
 	b = binary.BigEndian.AppendUint32(b, m.Lost)
 	b = binary.BigEndian.AppendUint32(b, m.Expected)
-	return binary.BigEndian.AppendUint32(b, m.LateMS)
+	b = binary.BigEndian.AppendUint32(b, m.LateMS)
+	if m.Repaired > 0 {
+		b = binary.BigEndian.AppendUint32(b, m.Repaired)
+	}
+	return b
 }
 
 // ParseReport decodes a Report.
 func ParseReport(p []byte) (Report, error) {
 	r := &reader{b: p}
 	m := Report{Substream: r.u32(), Lost: r.u32(), Expected: r.u32(), LateMS: r.u32()}
+	if len(r.b) > 0 {
+		if m.Repaired = r.u32(); m.Repaired == 0 && r.err == nil {
+			return m, fmt.Errorf("%w: a Report's repaired count is left out when 0", ErrFormat)
+		}
+	}
 	if err := r.done(); err != nil {
 		return m, err
 	}
-	if m.Lost > m.Expected {
-		return m, fmt.Errorf("%w: %d of %d packets lost", ErrFormat, m.Lost, m.Expected)
+	if uint64(m.Lost)+uint64(m.Repaired) > uint64(m.Expected) {
+		return m, fmt.Errorf("%w: %d lost and %d repaired of %d packets", ErrFormat, m.Lost, m.Repaired, m.Expected)
 	}
 	return m, nil
 }
