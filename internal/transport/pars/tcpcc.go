@@ -3,9 +3,8 @@ package pars
 import (
 	"context"
 	"net"
-	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/streambed/streambed/internal/netutil"
 )
 
 // ListenCC listens on TCP addr (IPv4) with congestion control algorithm cc ("cubic",
@@ -18,37 +17,11 @@ func ListenCC(ctx context.Context, addr, cc string) (net.Listener, error) {
 }
 
 // ListenCCOn is ListenCC on network "tcp", "tcp4" or "tcp6" (serve's listeners take
-// whatever the address says).
+// whatever the address says): netutil.ListenTCP with no RTO minimum.
 func ListenCCOn(ctx context.Context, network, addr, cc string) (net.Listener, error) {
-	lc := net.ListenConfig{}
-	if cc != "" {
-		lc.Control = func(_, _ string, c syscall.RawConn) error {
-			var serr error
-			if err := c.Control(func(fd uintptr) {
-				serr = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, cc)
-			}); err != nil {
-				return err
-			}
-			return serr
-		}
-	}
-	return lc.Listen(ctx, network, addr)
+	return netutil.ListenTCP(ctx, network, addr, 0, cc)
 }
 
 // CongestionControl names the congestion control algorithm of a TCP connection
 // ("" when it cannot be read).
-func CongestionControl(c net.Conn) string {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return ""
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return ""
-	}
-	var name string
-	_ = rc.Control(func(fd uintptr) {
-		name, _ = unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION)
-	})
-	return name
-}
+func CongestionControl(c net.Conn) string { return netutil.Congestion(c) }
