@@ -123,10 +123,10 @@ func BenchmarkRenderLiveMPD(b *testing.B) {
 	}
 }
 
-// BenchmarkLeanVODSegment times keep-alive GETs of a VOD segment through the lean
-// HTTP/1.1 path on loopback, client included (for -memprofile and -cpuprofile of the
-// path; make bench-origin compares it with nginx).
-func BenchmarkLeanVODSegment(b *testing.B) {
+// leanBenchConn starts a lean-path origin for a benchmark (leanOrigin takes a
+// *testing.T, so it runs on a goroutine of its own) and dials it; the connection
+// closes when the benchmark ends.
+func leanBenchConn(b *testing.B) net.Conn {
 	s := benchOrigin(b)
 	t := &testing.T{}
 	var addr string
@@ -144,7 +144,15 @@ func BenchmarkLeanVODSegment(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer c.Close()
+	b.Cleanup(func() { c.Close() })
+	return c
+}
+
+// BenchmarkLeanVODSegment times keep-alive GETs of a VOD segment through the lean
+// HTTP/1.1 path on loopback, client included (for -memprofile and -cpuprofile of the
+// path; make bench-origin compares it with nginx).
+func BenchmarkLeanVODSegment(b *testing.B) {
+	c := leanBenchConn(b)
 	req := []byte("GET /vod/clip/v1/1.m4s HTTP/1.1\r\nHost: a\r\n\r\n")
 	br := bufio.NewReaderSize(c, 64<<10)
 	b.ReportAllocs()
@@ -166,24 +174,7 @@ func BenchmarkLeanVODSegment(b *testing.B) {
 // nothing (it reads the answer's known length back), so -benchmem counts the
 // server's allocations per request.
 func BenchmarkLeanVODSegmentRaw(b *testing.B) {
-	s := benchOrigin(b)
-	t := &testing.T{}
-	var addr string
-	done := make(chan bool)
-	go func() {
-		ok := false
-		defer func() { done <- ok }()
-		addr, _ = leanOrigin(t, s, 10*time.Second)
-		ok = true
-	}()
-	if !<-done {
-		b.Fatal("leanOrigin failed")
-	}
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	c := leanBenchConn(b)
 	req := []byte("GET /vod/clip/v1/1.m4s HTTP/1.1\r\nHost: a\r\n\r\n")
 	// The first answer's length (head and body) is every answer's: the Date header
 	// has a fixed width.
