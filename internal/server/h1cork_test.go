@@ -132,7 +132,16 @@ func TestLeanSegmentCorkThroughFullSocket(t *testing.T) {
 	defer slow.Close()
 	_ = slow.SetDeadline(time.Now().Add(6 * guard))
 	br := bufio.NewReader(slow)
-	for range 2 { // the first on the connection's goroutine, the second from its loop
+	for i := range 2 { // the first on the connection's goroutine, the second from its loop
+		if i == 1 {
+			waitFor(t, "the connection waiting in an event loop", func() bool {
+				n := 0
+				for _, lp := range lean.loops {
+					n += lp.waiting()
+				}
+				return n == 1
+			})
+		}
 		_, err = io.WriteString(slow, "GET /vod/clip/v1/1.m4s HTTP/1.1\r\nHost: a\r\n\r\n")
 		must(t, err)
 		resp, err := http.ReadResponse(br, nil)
