@@ -6,7 +6,8 @@
 # busy moment of the machine falls on all of them. Per run: requests/s and the
 # server's CPU µs per request (user+system from /proc, and user alone).
 # SYSCALLS=1 adds one run per server under `perf stat` counting the socket system
-# calls per request (perf slows the server: those runs' rates are not reported).
+# calls and the packets sent per request (perf slows the server: those runs' rates
+# are not reported).
 #
 # Usage: bench/h1-ab.sh A_BIN B_BIN   (env: CONNS="50 1000" REPS=5 SECONDS_PER_RUN=4
 #        SYSCALLS=1 SERVER_CPU=0 LOAD_CPU=1 OUT=docs/results/origin/h1-ab-DATE)
@@ -62,11 +63,13 @@ syscalls() {
   local wp=$!
   sleep 1
   # shellcheck disable=SC2086
-  perf stat $ev -e context-switches -e page-faults -p "$SPID" -o "$work/stat.txt" -- sleep "$DUR" > /dev/null 2>&1
+  # net_dev_xmit: the packets put on loopback in the server's context (its responses,
+  # and the ACKs it sends): a head sent apart from its body shows here.
+  perf stat $ev -e net:net_dev_xmit -e context-switches -e page-faults -p "$SPID" -o "$work/stat.txt" -- sleep "$DUR" > /dev/null 2>&1
   wait $wp
   local n
   n=$(awk -v d="$DUR" '/^Requests\/sec/ {printf "%.0f", $2 * d}' "$work/wrk.out")
-  awk -v who="$1" -v c="$2" -v n="$n" '$2 ~ /syscalls:|context-switches|page-faults/ {gsub(",", "", $1); name=$2; sub("syscalls:sys_enter_", "", name); printf "%s,%s,%s,%.3f\n", who, c, name, (n > 0) ? $1 / n : 0}' "$work/stat.txt"
+  awk -v who="$1" -v c="$2" -v n="$n" '$2 ~ /syscalls:|net:|context-switches|page-faults/ {gsub(",", "", $1); name=$2; sub("syscalls:sys_enter_", "", name); sub("net:", "", name); printf "%s,%s,%s,%.3f\n", who, c, name, (n > 0) ? $1 / n : 0}' "$work/stat.txt"
 }
 mkdir -p "$(dirname "$OUT")"
 echo "rep,connections,server,req_per_s,cpu_us_per_req,user_us_per_req" > "$OUT.csv"
@@ -106,6 +109,19 @@ fi
         function rmin(a, n,   i, m) { m = a[1]; for (i = 2; i <= n; i++) if (a[i] < m) m = a[i]; return m }
         function rmax(a, n,   i, m) { m = a[1]; for (i = 2; i <= n; i++) if (a[i] > m) m = a[i]; return m }' "$OUT.csv"
     done
+  done
+  echo
+  echo "B ÷ A, median of per-rep pairs (min–max): CPU µs/req, and req/s"
+  echo
+  for c in $CONNS; do
+    awk -F, -v c="$c" '
+      function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }; return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+      NR > 1 && $2 == c && $3 == "A" { ac[$1] = $5; ar[$1] = $4 }
+      NR > 1 && $2 == c && $3 == "B" { bc[$1] = $5; br[$1] = $4 }
+      END {
+        for (k in ac) if ((k in bc) && ac[k] > 0 && ar[k] > 0) { n++; q[n] = bc[k] / ac[k]; r[n] = br[k] / ar[k] }
+        if (n) { mq = med(q, n); mr = med(r, n); printf "- %s connections: CPU %.2f (%.2f–%.2f), req/s %.2f (%.2f–%.2f)\n", c, mq, q[1], q[n], mr, r[1], r[n] }
+      }' "$OUT.csv"
   done
   if [ "$SYSCALLS" = 1 ]; then
     echo

@@ -69,6 +69,7 @@ type h1Conn struct {
 	noWait   bool         // a raw write returns at a full socket, setting full
 	peerDone bool         // the event said the peer closed: a short read does not mean drained
 	full     bool
+	corked   bool // TCP_CORK is set while a head and its file are queued (h1cork.go)
 
 	// Raw socket writes: their state and the callbacks RawConn.Write runs, made
 	// once per connection.
@@ -609,8 +610,8 @@ func (c *h1Conn) sendfileStep(fd uintptr) bool {
 	return true
 }
 
-// sendHeadAndFile sends head with MSG_MORE and then n bytes of f from offset 0 with
-// sendfile(2), in one RawConn.Write: a segment GET takes the socket's write lock and
+// sendHeadAndFile sends head and then n bytes of f from offset 0 with sendfile(2),
+// corked so that they share packets (h1cork.go), in one RawConn.Write: a segment GET takes the socket's write lock and
 // poller state once, not twice. The calls are made without telling the scheduler:
 // a non-blocking socket returns at once (EAGAIN when full), and a scheduler told of
 // a system call longer than 20 µs hands the processor to another thread, which is a
@@ -624,6 +625,9 @@ func (c *h1Conn) sendHeadAndFile(head []byte, f *os.File, n int64) (headSent boo
 	}
 	err = c.rawWrite(c.headFileFn)
 	runtime.KeepAlive(f)
+	if c.corked { // the wait for room failed (a deadline, or closed): uncork anyway
+		_ = c.raw.Control(func(fd uintptr) { c.setCork(fd, false) })
+	}
 	headSent = len(c.more) == 0 && c.moreErr == nil
 	c.more = nil
 	if err == nil {
@@ -635,8 +639,20 @@ func (c *h1Conn) sendHeadAndFile(head []byte, f *os.File, n int64) (headSent boo
 	return headSent, c.sf.sent, err
 }
 
-// headFileStep is sendMoreStep and then sendfileStep, resumed where it stopped.
+// headFileStep is sendMoreStep and then sendfileStep, resumed where it stopped, with
+// the socket corked from before the head until the last byte is queued (h1cork.go).
 func (c *h1Conn) headFileStep(fd uintptr) bool {
+	if !c.corked {
+		c.setCork(fd, true)
+	}
+	done := c.headThenFile(fd)
+	if done && !c.full {
+		c.setCork(fd, false) // sent or failed: the tail goes out now
+	}
+	return done
+}
+
+func (c *h1Conn) headThenFile(fd uintptr) bool {
 	if len(c.more) > 0 {
 		if !c.sendMoreStep(fd) {
 			return false // wait for room, then go on with the head

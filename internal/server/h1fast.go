@@ -53,6 +53,8 @@ type h1Listener struct {
 	mu     sync.Mutex
 	closed bool
 	active map[*h1Conn]struct{}
+
+	onCork atomic.Pointer[func(fd uintptr, on bool)] // tests: called after each TCP_CORK change (h1cork.go)
 }
 
 func newH1Listener(ctx context.Context, inner net.Listener, srv *http.Server, log *slog.Logger, conns interface {
