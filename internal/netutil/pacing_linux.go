@@ -1,0 +1,90 @@
+package netutil
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Pacing is what a TCP sender's TCP_INFO says about how fast it sends: one
+// getsockopt, cheap enough to read before each live response.
+type Pacing struct {
+	Rate     uint64        // pacing rate, bytes/s (tcpi_pacing_rate)
+	Delivery uint64        // last delivery-rate sample, bytes/s (tcpi_delivery_rate)
+	Cwnd     uint32        // congestion window, packets (tcpi_snd_cwnd)
+	MSS      uint32        // sender's segment size, bytes (tcpi_snd_mss)
+	RTT      time.Duration // smoothed round-trip time (tcpi_rtt)
+}
+
+// RawConnOf is the socket beneath c (through tls.Conn's and wrappers' NetConn), or
+// nil when there is none (not TCP, or not this platform's kind of socket).
+func RawConnOf(c net.Conn) syscall.RawConn {
+	for range 8 { // wrappers of wrappers, but never a loop
+		if sc, ok := c.(syscall.Conn); ok {
+			if rc, err := sc.SyscallConn(); err == nil {
+				return rc
+			}
+			return nil
+		}
+		nc, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			return nil
+		}
+		c = nc.NetConn()
+	}
+	return nil
+}
+
+// ReadPacing reads a connection's pacing state from TCP_INFO.
+func ReadPacing(rc syscall.RawConn) (Pacing, error) {
+	var info *unix.TCPInfo
+	var err error
+	if cerr := rc.Control(func(fd uintptr) { info, err = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO) }); cerr != nil {
+		return Pacing{}, cerr
+	}
+	if err != nil {
+		return Pacing{}, fmt.Errorf("TCP_INFO: %w", err)
+	}
+	return Pacing{Rate: info.Pacing_rate, Delivery: info.Delivery_rate, Cwnd: info.Snd_cwnd,
+		MSS: info.Snd_mss, RTT: time.Duration(info.Rtt) * time.Microsecond}, nil
+}
+
+// ReinitCongestion restarts a connection's congestion control from its initial
+// state, keeping the algorithm: TCP_CONGESTION set to another algorithm and back.
+// Linux re-initialises congestion control only when the name changes
+// (tcp_set_congestion_control returns at once for the algorithm in use, else
+// tcp_reinit_congestion_control runs the new one's init). For BBR that init
+// (bbr_init) empties the bandwidth filter, enters STARTUP and paces at its high gain
+// (2.89) × cwnd / srtt: a connection whose estimate had collapsed sends at once at
+// a rate its window and round trip allow, not at the collapsed estimate. The window
+// and RTT are the socket's and stay. It returns the algorithm (unchanged).
+func ReinitCongestion(rc syscall.RawConn) (string, error) {
+	var name string
+	var err error
+	if cerr := rc.Control(func(fd uintptr) {
+		name, err = unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION)
+		if err != nil {
+			err = fmt.Errorf("TCP_CONGESTION: %w", err)
+			return
+		}
+		name = strings.TrimRight(name, "\x00")
+		other := "reno" // built in, and allowed without CAP_NET_ADMIN by default
+		if name == other {
+			other = "cubic"
+		}
+		if err = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, other); err != nil {
+			err = fmt.Errorf("TCP_CONGESTION %s (from %s): %w", other, name, err)
+			return
+		}
+		if err = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, name); err != nil {
+			err = fmt.Errorf("TCP_CONGESTION back to %s (now %s): %w", name, other, err)
+		}
+	}); cerr != nil {
+		return "", cerr
+	}
+	return name, err
+}
