@@ -61,10 +61,9 @@ func ReadPacing(rc syscall.RawConn) (Pacing, error) {
 // (bbr_init) empties the bandwidth filter, enters STARTUP and paces at its high gain
 // (2.89) × cwnd / srtt: a connection whose estimate had collapsed sends at once at
 // a rate its window and round trip allow, not at the collapsed estimate. The window
-// and RTT are the socket's and stay. It returns the algorithm (unchanged).
-func ReinitCongestion(rc syscall.RawConn) (string, error) {
-	var name string
-	var err error
+// and RTT are the socket's and stay. Only an algorithm whose name starts with prefix
+// is restarted ("": any); it returns the algorithm (unchanged) and whether it did.
+func ReinitCongestion(rc syscall.RawConn, prefix string) (name string, done bool, err error) {
 	if cerr := rc.Control(func(fd uintptr) {
 		name, err = unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION)
 		if err != nil {
@@ -72,6 +71,9 @@ func ReinitCongestion(rc syscall.RawConn) (string, error) {
 			return
 		}
 		name = strings.TrimRight(name, "\x00")
+		if !strings.HasPrefix(name, prefix) {
+			return
+		}
 		other := "reno" // built in, and allowed without CAP_NET_ADMIN by default
 		if name == other {
 			other = "cubic"
@@ -82,9 +84,11 @@ func ReinitCongestion(rc syscall.RawConn) (string, error) {
 		}
 		if err = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, name); err != nil {
 			err = fmt.Errorf("TCP_CONGESTION back to %s (now %s): %w", name, other, err)
+			return
 		}
+		done = true
 	}); cerr != nil {
-		return "", cerr
+		return "", false, cerr
 	}
-	return name, err
+	return name, done, err
 }

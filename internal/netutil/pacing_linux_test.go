@@ -80,9 +80,12 @@ func TestReinitCongestionRestartsBBRPacing(t *testing.T) {
 	if before.Rate == 0 || before.Rate > capRate {
 		t.Fatalf("pacing before the re-init %d B/s: want 0 < rate <= the cap %d", before.Rate, capRate)
 	}
-	name, err := ReinitCongestion(rc)
-	if err != nil {
-		t.Fatal(err)
+	if name, done, err := ReinitCongestion(rc, "cubic"); err != nil || done || name != "bbr" {
+		t.Fatalf("re-init of cubic only: name %q, done %v, err %v; want bbr left alone", name, done, err)
+	}
+	name, done, err := ReinitCongestion(rc, "bbr")
+	if err != nil || !done {
+		t.Fatalf("re-init: done %v, err %v", done, err)
 	}
 	after, err := ReadPacing(rc)
 	if err != nil {

@@ -25,4 +25,4 @@ func RawConnOf(net.Conn) syscall.RawConn { return nil }
 func ReadPacing(syscall.RawConn) (Pacing, error) { return Pacing{}, errNoTCPInfo }
 
 // ReinitCongestion needs Linux.
-func ReinitCongestion(syscall.RawConn) (string, error) { return "", errNoTCPInfo }
+func ReinitCongestion(syscall.RawConn, string) (string, bool, error) { return "", false, errNoTCPInfo }
