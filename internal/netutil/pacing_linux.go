@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -41,16 +42,42 @@ func RawConnOf(c net.Conn) syscall.RawConn {
 
 // ReadPacing reads a connection's pacing state from TCP_INFO.
 func ReadPacing(rc syscall.RawConn) (Pacing, error) {
-	var info *unix.TCPInfo
-	var err error
-	if cerr := rc.Control(func(fd uintptr) { info, err = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO) }); cerr != nil {
-		return Pacing{}, cerr
+	return NewPacingReader(rc).Read()
+}
+
+// PacingReader reads one connection's TCP_INFO again and again without allocating
+// (unix.GetsockoptTCPInfo allocates its answer and the RawConn callback each call):
+// made once per connection, read before each live response.
+type PacingReader struct {
+	rc     syscall.RawConn
+	info   unix.TCPInfo
+	errno  syscall.Errno
+	readFn func(fd uintptr)
+}
+
+// NewPacingReader reads rc's TCP_INFO (not safe for concurrent Reads).
+func NewPacingReader(rc syscall.RawConn) *PacingReader {
+	p := &PacingReader{rc: rc}
+	p.readFn = func(fd uintptr) {
+		size := uint32(unsafe.Sizeof(p.info))
+		// getsockopt never blocks: no need to tell the scheduler.
+		_, _, p.errno = unix.RawSyscall6(unix.SYS_GETSOCKOPT, fd, unix.IPPROTO_TCP, unix.TCP_INFO,
+			uintptr(unsafe.Pointer(&p.info)), uintptr(unsafe.Pointer(&size)), 0)
 	}
-	if err != nil {
-		return Pacing{}, fmt.Errorf("TCP_INFO: %w", err)
+	return p
+}
+
+// Read reads the connection's pacing state.
+func (p *PacingReader) Read() (Pacing, error) {
+	if err := p.rc.Control(p.readFn); err != nil {
+		return Pacing{}, err
 	}
-	return Pacing{Rate: info.Pacing_rate, Delivery: info.Delivery_rate, Cwnd: info.Snd_cwnd,
-		MSS: info.Snd_mss, RTT: time.Duration(info.Rtt) * time.Microsecond}, nil
+	if p.errno != 0 {
+		return Pacing{}, fmt.Errorf("TCP_INFO: %w", p.errno)
+	}
+	i := &p.info
+	return Pacing{Rate: i.Pacing_rate, Delivery: i.Delivery_rate, Cwnd: i.Snd_cwnd,
+		MSS: i.Snd_mss, RTT: time.Duration(i.Rtt) * time.Microsecond}, nil
 }
 
 // ReinitCongestion restarts a connection's congestion control from its initial

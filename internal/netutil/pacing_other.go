@@ -26,3 +26,12 @@ func ReadPacing(syscall.RawConn) (Pacing, error) { return Pacing{}, errNoTCPInfo
 
 // ReinitCongestion needs Linux.
 func ReinitCongestion(syscall.RawConn, string) (string, bool, error) { return "", false, errNoTCPInfo }
+
+// PacingReader reads nothing outside Linux.
+type PacingReader struct{}
+
+// NewPacingReader needs Linux.
+func NewPacingReader(syscall.RawConn) *PacingReader { return &PacingReader{} }
+
+// Read needs Linux.
+func (*PacingReader) Read() (Pacing, error) { return Pacing{}, errNoTCPInfo }

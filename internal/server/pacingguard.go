@@ -52,8 +52,9 @@ func newPacingGuard(log *slog.Logger, clock func() time.Time) *pacingGuard {
 // lean path's connection context): HTTP/2 streams of one connection share it.
 type pacedConn struct {
 	rc syscall.RawConn
-	mu sync.Mutex
+	mu sync.Mutex // HTTP/2 streams check at once; also guards read's buffer
 	pacingState
+	read *netutil.PacingReader
 }
 
 // pacingState is what the rule remembers of a connection.
@@ -83,7 +84,7 @@ func connContext(ctx context.Context, c net.Conn) context.Context {
 	if rc == nil {
 		return ctx
 	}
-	return context.WithValue(ctx, pacedConnKey{}, &pacedConn{rc: rc})
+	return context.WithValue(ctx, pacedConnKey{}, &pacedConn{rc: rc, read: netutil.NewPacingReader(rc)})
 }
 
 // Rule's constants: a collapse is a pacing rate under peak/collapseRatio and under
@@ -135,12 +136,12 @@ func (g *pacingGuard) check(r *http.Request, bps int) {
 	if pc == nil {
 		return
 	}
-	p, err := netutil.ReadPacing(pc.rc)
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	p, err := pc.read.Read()
 	if err != nil {
 		return // the connection is closing: nothing to guard
 	}
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
 	collapsed, restart := pc.decide(p, bps, g.clock())
 	if !collapsed {
 		return
@@ -159,7 +160,7 @@ func (g *pacingGuard) check(r *http.Request, bps int) {
 		return
 	}
 	g.reinits.Inc()
-	after, _ := netutil.ReadPacing(pc.rc)
+	after, _ := pc.read.Read()
 	g.log.Info("pacing guard: congestion control restarted", "remote", r.RemoteAddr, "path", r.URL.Path,
 		"cc", name, "pacing_kbps", p.Rate*8/1000, "peak_kbps", pc.peak*8/1000, "after_kbps", after.Rate*8/1000,
 		"cwnd", p.Cwnd, "rtt_ms", float64(p.RTT.Microseconds())/1000, "delivery_kbps", p.Delivery*8/1000)

@@ -3,6 +3,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"log/slog"
@@ -124,7 +125,7 @@ type guardedOrigin struct {
 
 func (o *guardedOrigin) advance(d time.Duration) { o.now.Add(int64(d)) }
 
-func startGuardedOrigin(t *testing.T, on bool) *guardedOrigin {
+func startGuardedOrigin(t testing.TB, on bool) *guardedOrigin {
 	t.Helper()
 	const d = time.Second
 	tracks := []*media.Track{{ID: "v", Kind: media.Video, Codec: "avc1.64001f", Bandwidth: 1_500_000, Width: 1280, Height: 720, FrameRate: "25", Timescale: 1000}}
@@ -136,7 +137,11 @@ func startGuardedOrigin(t *testing.T, on bool) *guardedOrigin {
 	must(t, err)
 	h := hub.New()
 	must(t, h.AddChannel(context.Background(), c, nil))
-	feed(t, c, 4) // segments 0 and 1 complete, 250 ms parts
+	for n := range uint64(2) { // segments 0 and 1 complete, 250 ms parts
+		for i := range uint64(4) {
+			must(t, c.AppendChunk("v", n, chunkOf(n, i, 1000), i == 3))
+		}
+	}
 	cfg := DefaultConfig()
 	cfg.HTTP, cfg.HTTPS, cfg.TCPCongestion, cfg.TCPPacingGuard = "127.0.0.1:0", "", "bbr", on
 	o := &guardedOrigin{s: New(cfg, h, slog.New(slog.NewTextHandler(io.Discard, nil)), nil),
@@ -262,4 +267,51 @@ func (l *recordingListener) Accept() (net.Conn, error) {
 		l.accepted <- c
 	}
 	return c, err
+}
+
+// BenchmarkPacingGuard is the guard's cost per live response: a keep-alive GET of a
+// live segment over the lean path on loopback, the client included, with the guard
+// on and off (the difference is one getsockopt(TCP_INFO) and a mutex); check alone
+// is the guard's own work.
+func BenchmarkPacingGuard(b *testing.B) {
+	for _, on := range []bool{true, false} {
+		name := map[bool]string{true: "on", false: "off"}[on]
+		b.Run("LiveSegment/guard-"+name, func(b *testing.B) {
+			o := startGuardedOrigin(b, on)
+			c, err := net.Dial("tcp", strings.TrimPrefix(o.base, "http://"))
+			must(b, err)
+			defer c.Close()
+			req := []byte("GET /live/ll/v/0.m4s HTTP/1.1\r\nHost: a\r\n\r\n")
+			br := bufio.NewReaderSize(c, 64<<10)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Write(req); err != nil {
+					b.Fatal(err)
+				}
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.Copy(io.Discard, resp.Body); err != nil || resp.StatusCode != http.StatusOK {
+					b.Fatalf("%d, %v", resp.StatusCode, err)
+				}
+			}
+		})
+	}
+	b.Run("check", func(b *testing.B) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		must(b, err)
+		defer l.Close()
+		c, err := net.Dial("tcp", l.Addr().String())
+		must(b, err)
+		defer c.Close()
+		g := newPacingGuard(slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now)
+		ctx := connContext(withPacingGuard(context.Background(), g), c)
+		r, err := http.NewRequestWithContext(ctx, http.MethodGet, "/live/ll/v/1.0.m4s", nil)
+		must(b, err)
+		b.ReportAllocs()
+		for b.Loop() {
+			g.check(r, 1_500_000)
+		}
+	})
 }
