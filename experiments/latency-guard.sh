@@ -4,11 +4,11 @@
 # round swapped every round (the lab starts one origin per experiment).
 # docs/results/latency.md, "The pacing guard". Run as root after make build:
 #
-#   sh experiments/latency-guard.sh [ROUNDS]
+#   sh experiments/latency-guard.sh [ROUNDS [FIRST]]   # rounds FIRST..ROUNDS (FIRST 1)
 set -eu
 out=docs/results/latency/lab-browser-hls-guard
 rounds=${1:-6}
-i=1
+i=${2:-1}
 while [ "$i" -le "$rounds" ]; do
 	order="on off"
 	[ $((i % 2)) -eq 0 ] && order="off on"
