@@ -150,9 +150,9 @@ if (partsTable) {
   }
   const q = (v, p) => { const s = [...v].sort((x, y) => x - y); return s.length ? s[Math.min(s.length - 1, Math.floor(p * s.length))] : null; };
   console.log('');
-  console.log(`| protocol | ${group} | 720p parts | body median (ms) | p90 | p99 | origin window median (p10), packets | BBR collapses a run |`);
-  console.log('|---|---|---:|---:|---:|---:|---:|---|');
+  console.log(`| protocol | ${group} | 720p parts | body median (ms) | p90 | p99 | origin window median (p10), packets | BBR collapses a run |` + (byArm ? ' bodies over 500 ms |' : ''));
+  console.log('|---|---|---:|---:|---:|---:|---:|---|' + (byArm ? '---:|' : ''));
   for (const [key, a] of arms) {
-    console.log(`| ${key} | ${a.bodies.length} | ${Math.round(median(a.bodies))} | ${Math.round(q(a.bodies, 0.9))} | ${Math.round(q(a.bodies, 0.99))} | ${a.cwnd.length ? `${median(a.cwnd)} (${q(a.cwnd, 0.1)})` : '–'} | ${a.collapses.length ? a.collapses.join(', ') : '–'} |`);
+    console.log(`| ${key} | ${a.bodies.length} | ${Math.round(median(a.bodies))} | ${Math.round(q(a.bodies, 0.9))} | ${Math.round(q(a.bodies, 0.99))} | ${a.cwnd.length ? `${median(a.cwnd)} (${q(a.cwnd, 0.1)})` : '–'} | ${a.collapses.length ? a.collapses.join(', ') : '–'} |` + (byArm ? ` ${a.bodies.filter((b) => b > 500).length} |` : ''));
   }
 }
