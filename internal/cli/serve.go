@@ -49,6 +49,7 @@ func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fdspAddr   = fs.String("fdsp", "", "FDSP dual TCP+UDP transport: TCP listener `address` (e.g. :9710; UDP on the next port); \"\" (default) disables")
 		rtoMin     = fs.Duration("tcp-rto-min", 0, "minimum TCP retransmission timeout of the HTTP listeners' connections (Linux 6.15+, 1ms–200ms; 0: the kernel's 200 ms): a lost tail of a small live response is resent sooner")
 		tcpCC      = fs.String("tcp-cc", "", "TCP congestion control of the HTTP listeners' connections (TCP_CONGESTION), e.g. cubic or bbr; empty: the system's default. On a lossy link BBR's pacing can collapse after a tail loss on an idle LL-HLS connection (docs/results/latency.md)")
+		pacing     = fs.Bool("tcp-pacing-guard", def.TCPPacingGuard, "restart a connection's congestion control (TCP_CONGESTION away and back) before a live response when its pacing rate has collapsed, as BBR's does after a loss on an idle LL-HLS connection (docs/results/latency.md); --tcp-pacing-guard=false turns it off")
 		partHold   = fs.Duration("ll-hls-part-hold-back", 0, "LL-HLS PART-HOLD-BACK: how far behind the newest part players aim (at least two part targets, 400ms with 200 ms parts; 0: three part targets, 600ms); more leaves room for a retransmission timeout on a lossy link")
 		fdspCC     = fs.String("fdsp-cc", "", "FDSP: TCP congestion control of the critical path (TCP_CONGESTION), e.g. cubic or bbr; \"system\" keeps the kernel's default (default cubic, the FDSP study's)")
 		channels   channelFlags
@@ -122,6 +123,8 @@ Flags:
 			cfg.TCPRTOMin = *rtoMin
 		case "tcp-cc":
 			cfg.TCPCongestion = *tcpCC
+		case "tcp-pacing-guard":
+			cfg.TCPPacingGuard = *pacing
 		case "ll-hls-part-hold-back":
 			cfg.LLHLSPartHoldBack = *partHold
 		case "assets":

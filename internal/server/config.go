@@ -36,6 +36,10 @@ type Config struct {
 	// pacing rate after a tail loss on an idle LL-HLS connection and the next part
 	// arrives late (netutil.ListenTCP; docs/results/latency.md).
 	TCPCongestion string `yaml:"tcp_congestion"`
+	// TCPPacingGuard restarts a connection's congestion control before a live
+	// response when its pacing rate has collapsed (BBR after a loss on an idle LL-HLS
+	// connection; pacingguard.go, docs/results/latency.md). On by default.
+	TCPPacingGuard bool `yaml:"tcp_pacing_guard"`
 	// LLHLSPartHoldBack is the LL-HLS playlists' PART-HOLD-BACK, how far behind the
 	// newest part players aim (0: three part targets, 0.6 s with 200 ms parts). More
 	// leaves room for a lost packet's retransmission timeout on a lossy link
@@ -78,6 +82,8 @@ func DefaultConfig() Config {
 		DataDir: DefaultDataDir(),
 		Cache:   CacheConfig{SegmentMaxAge: 365 * 24 * time.Hour, VODManifestMaxAge: time.Minute, OpenFiles: 4096},
 		Log:     LogConfig{Format: "text", Level: "info"},
+
+		TCPPacingGuard: true,
 	}
 }
 

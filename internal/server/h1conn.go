@@ -112,6 +112,7 @@ var errHeadTooLong = errors.New("request head longer than the lean path reads")
 
 func (c *h1Conn) serve(ctx context.Context) {
 	ctx = context.WithValue(ctx, http.LocalAddrContextKey, c.nc.LocalAddr())
+	ctx = connContext(ctx, c.nc) // the pacing guard's state (pacingguard.go)
 	ctx, c.cancel = context.WithCancel(ctx)
 	c.base = (&http.Request{}).WithContext(ctx)
 	c.drive(stepLoop)

@@ -239,6 +239,7 @@ func (s *Server) serveLiveTrack(w http.ResponseWriter, r *http.Request, name, tr
 		s.serveBytes(w, r, b, t.Kind, name+"/"+track, time.Time{})
 		return
 	}
+	s.pacing.check(r, t.Bandwidth) // a part or a segment: restart a collapsed sender first
 	if n, index, err := layout.ParsePartName(file); err == nil {
 		s.servePart(w, r, c, t, n, index)
 		return

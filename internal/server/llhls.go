@@ -214,6 +214,7 @@ func (s *Server) serveLowLatencyPlaylist(w http.ResponseWriter, r *http.Request,
 			return
 		}
 	}
+	s.pacing.check(r, t.Bandwidth)
 	now := s.clock()
 	edges := make([]edgeOf, 0, len(info.Tracks))
 	var key strings.Builder

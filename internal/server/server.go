@@ -51,6 +51,8 @@ type Server struct {
 	files             *hub.FileCache // packaged segment files kept open for sendfile
 	segmentCache      string         // Cache-Control of segments and inits, formatted once
 	segmentCacheValue []string       // the same as a shared header value (never changed in place)
+
+	pacing *pacingGuard // nil: off (pacingguard.go)
 }
 
 // New returns a server for h. clock may be nil (time.Now).
@@ -63,6 +65,10 @@ func New(cfg Config, h *hub.Hub, log *slog.Logger, clock func() time.Time) *Serv
 		segmentCache: fmt.Sprintf("public, max-age=%d, immutable", int(cfg.Cache.SegmentMaxAge.Seconds())),
 	}
 	s.segmentCacheValue = []string{s.segmentCache}
+	if cfg.TCPPacingGuard {
+		s.pacing = newPacingGuard(log, clock)
+		s.metrics.reg.MustRegister(s.pacing.reinits, s.pacing.collapses)
+	}
 	s.tracks = trackRouter{mux: s.mux, vod: s.serveVODTrack, live: s.serveLiveTrack}
 	s.routes()
 	return s
@@ -207,6 +213,7 @@ func (s *Server) Listen() (*Listeners, error) {
 // Serve serves on ls until ctx ends, then shuts down gracefully: listeners close at
 // once, requests in flight get up to 5 s to finish.
 func (s *Server) Serve(ctx context.Context, ls *Listeners) error {
+	ctx = withPacingGuard(ctx, s.pacing)
 	var servers []*http.Server
 	errc := make(chan error, 2+len(s.components)) // each listener and component fails at most once
 	start := func(srv *http.Server, l net.Listener, useTLS bool) {
@@ -231,6 +238,7 @@ func (s *Server) Serve(ctx context.Context, ls *Listeners) error {
 			ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 			ConnState:         s.metrics.connState,
 			BaseContext:       func(net.Listener) context.Context { return ctx },
+			ConnContext:       connContext, // the pacing guard's per-connection state
 		}
 	}
 	var lean *h1Listener

@@ -29,7 +29,9 @@ const players = (process.env.PLAYERS || 'wspush,dashjs,hlsjs').split(',');
 const channel = 'll=demo,dvr=60s,chunk=40ms';
 
 const git = (...a) => { try { return execFileSync('git', ['-C', REPO_ROOT, ...a], { encoding: 'utf8' }).trim(); } catch { return null; } };
-const server = await startStreambed({ channels: [channel] });
+// SERVE_ARGS: more `streambed serve` flags, e.g. "--tcp-pacing-guard=false".
+const serveArgs = (process.env.SERVE_ARGS || '').split(/\s+/).filter(Boolean);
+const server = await startStreambed({ channels: [channel], args: serveArgs });
 const browser = await launchBrowser();
 const doc = {
   command: `node web/scripts/latency.mjs ${process.argv.slice(2).join(' ')}`.trim(),
@@ -75,6 +77,9 @@ try {
       }
     }
   }
+  // The origin's pacing guard's counters (restarts of collapsed connections' congestion control).
+  const metrics = await (await fetch(`${server.baseURL}/metrics`)).text();
+  doc.origin_pacing_guard = metrics.split('\n').filter((l) => l.startsWith('streambed_tcp_pacing_'));
 } finally {
   await browser.close();
   await server.stop();
