@@ -134,13 +134,7 @@ func TestLeanSegmentCorkThroughFullSocket(t *testing.T) {
 	br := bufio.NewReader(slow)
 	for i := range 2 { // the first on the connection's goroutine, the second from its loop
 		if i == 1 {
-			waitFor(t, "the connection waiting in an event loop", func() bool {
-				n := 0
-				for _, lp := range lean.loops {
-					n += lp.waiting()
-				}
-				return n == 1
-			})
+			waitFor(t, "the connection waiting in an event loop", func() bool { return lean.waitingInLoops() == 1 })
 		}
 		_, err = io.WriteString(slow, "GET /vod/clip/v1/1.m4s HTTP/1.1\r\nHost: a\r\n\r\n")
 		must(t, err)

@@ -170,13 +170,7 @@ func TestEventLoopSlowReaderDoesNotStallOthers(t *testing.T) {
 	resp, err := http.ReadResponse(br, nil)
 	must(t, err)
 	_, _ = io.Copy(io.Discard, resp.Body)
-	waitFor(t, "the connection waiting in an event loop", func() bool {
-		n := 0
-		for _, lp := range lean.loops {
-			n += lp.waiting()
-		}
-		return n == 1
-	})
+	waitFor(t, "the connection waiting in an event loop", func() bool { return lean.waitingInLoops() == 1 })
 	_, err = io.WriteString(slow, "GET /vod/clip/v1/1.m4s HTTP/1.1\r\nHost: a\r\n\r\nGET /vod/clip/v1/2.m4s HTTP/1.1\r\nHost: a\r\n\r\n")
 	must(t, err)
 	waitFor(t, "the slow client's connection leaving the event loop", func() bool { return lean.detached.Load() == 1 })
@@ -376,13 +370,7 @@ func TestEventLoopPeerClosedMidHead(t *testing.T) {
 	resp, err := http.ReadResponse(br, nil)
 	must(t, err)
 	_, _ = io.Copy(io.Discard, resp.Body)
-	waitFor(t, "the connection waiting in an event loop", func() bool {
-		n := 0
-		for _, lp := range lean.loops {
-			n += lp.waiting()
-		}
-		return n == 1
-	})
+	waitFor(t, "the connection waiting in an event loop", func() bool { return lean.waitingInLoops() == 1 })
 	_, err = io.WriteString(c, "GET /vod/clip/v1/2.m4s HT")
 	must(t, err)
 	must(t, c.(*net.TCPConn).CloseWrite())

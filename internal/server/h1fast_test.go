@@ -372,3 +372,12 @@ func TestLeanPathPipelinedBehindStreamedSegment(t *testing.T) {
 		t.Errorf("pipelined init: %d %q, want 200 vinit", resp.StatusCode, b)
 	}
 }
+
+// waitingInLoops counts the connections waiting in the listener's event loops.
+func (l *h1Listener) waitingInLoops() int {
+	n := 0
+	for _, lp := range l.loops {
+		n += lp.waiting()
+	}
+	return n
+}
