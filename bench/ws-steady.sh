@@ -11,6 +11,8 @@
 #   floor-sendfile  the same, the header by send(MSG_MORE) and the payload from a
 #                   memfd by sendfile: no copy on the sender's side, as nginx's sendfile
 #   floor-sendfile1 header and payload in one memfd, one sendfile per socket
+#   floor-sendfile1-file  the same from a regular file in /tmp (the page cache of a
+#                   file written at once, as nginx's archive: large folios on ext4)
 # Each server runs pinned to core 0 (Go ones with GOMAXPROCS=1) in a cpuacct cgroup of
 # its own, no quota; the clients run on core 1. CLIENTS viewers start over RAMP and
 # stay; after SETTLE the CPU is read over WINDOW_PERIODS whole 2 s periods, starting 1 s
@@ -213,6 +215,7 @@ run_kind() { # run_kind KIND I
   floor) run_floor "$2" writev ;;
   floor-sendfile) run_floor "$2" sendfile ;;
   floor-sendfile1) run_floor "$2" sendfile1 ;;
+  floor-sendfile1-file) run_floor "$2" sendfile1-file ;;
   *) echo "ws-steady: unknown kind $1" >&2; exit 2 ;;
   esac
 }
