@@ -128,8 +128,13 @@ xmit() {
   for i in $(seq 100); do c=$($counter); [ "$c" != "$m0" ] && break; sleep 0.1; done
   sleep 1
   m0=$($counter)
-  perf record -q -g -e net:net_dev_xmit -p "$pids" -o "$work/xmit.data" -- sleep $((2 * WINDOW_PERIODS)) >/dev/null 2>&1
+  # the counter is read when the window ends, not after perf's exit (writing the
+  # stacks out can take past the next burst)
+  perf record -q -g -e net:net_dev_xmit -p "$pids" -o "$work/xmit.data" -- sleep $((2 * WINDOW_PERIODS)) >/dev/null 2>&1 &
+  local rec=$!
+  sleep $((2 * WINDOW_PERIODS))
   m1=$($counter)
+  wait "$rec" || true
   perf script -i "$work/xmit.data" 2>/dev/null | tee >(gzip > "$OUT/$name-xmit.script.gz") | python3 bench/xmit-classify.py $((m1 - m0)) > "$OUT/$name-xmit.md" || true
 }
 
