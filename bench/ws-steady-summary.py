@@ -13,6 +13,8 @@ for k in kinds:
     extra = ""
     if k.startswith("push"):
         extra = ", handoffs per message " + ", ".join(f"{r['handoffs']/max(r['messages'],1):.3f}" for r in rows)
+    if all("packets_per_message" in r for r in rows):  # runs before 2026-11-25 noon have none
+        extra += ", packets per message " + ", ".join(f"{r['packets_per_message']:.3f}" for r in rows)
     print(f"{k}: {med[k]:.2f} us per message (median; runs {', '.join(f'{u:.2f}' for u in us)}; "
           f"messages {', '.join(str(r['messages']) for r in rows)}){extra}")
 for f in ("floor", "floor-sendfile", "floor-sendfile1"):

@@ -11,6 +11,8 @@
 #   floor-sendfile  the same, the header by send(MSG_MORE) and the payload from a
 #                   memfd by sendfile: no copy on the sender's side, as nginx's sendfile
 #   floor-sendfile1 header and payload in one memfd, one sendfile per socket
+#   floor-sendfile1-file  the same from a regular file in /tmp (the page cache of a
+#                   file written at once, as nginx's archive: large folios on ext4)
 # Each server runs pinned to core 0 (Go ones with GOMAXPROCS=1) in a cpuacct cgroup of
 # its own, no quota; the clients run on core 1. CLIENTS viewers start over RAMP and
 # stay; after SETTLE the CPU is read over WINDOW_PERIODS whole 2 s periods, starting 1 s
@@ -23,6 +25,8 @@
 # env: PAIRS=3 CLIENTS=4000 RAMP=16s SETTLE=8 WINDOW_PERIODS=10 KINDS="push-A push-B nginx floor"
 #      PROFILE=1 (a last, unmeasured round with perf record -g and the Go CPU profile;
 #      bench/perf-classify.py splits each server's samples into parts: KIND-profile.parts.md)
+#      XMIT=1 (a last, unmeasured round with perf record -g -e net:net_dev_xmit: the
+#      packets each server sends by size and cause, KIND-xmit.md)
 #      A_GODEBUG= B_GODEBUG= PORT=19560 OUT=docs/results/wspush-capacity/DATE-steady
 # Needs root (cgroups), nginx, perf, taskset, curl, python3, go (to build ws-floor).
 set -euo pipefail
@@ -102,12 +106,36 @@ window() {
   sleep 1
   local u0 m0 h0 u1 m1 h1 secs=$((2 * WINDOW_PERIODS))
   u0=$(usage_ns); m0=$($counter); h0=$(metric streambed_ws_fanout_handoffs_total)
-  perf stat -x, -e task-clock,context-switches,cpu-migrations -p "$pids" -o "$OUT/$name.perfstat.csv" -- sleep "$secs" 2>/dev/null
+  # net:net_dev_xmit counted (not sampled: no cost per packet worth measuring) in the
+  # server's processes: the packets it puts on lo, its receivers' ACKs included when
+  # the kernel sends them in its context.
+  perf stat -x, -e task-clock,context-switches,cpu-migrations,net:net_dev_xmit -p "$pids" -o "$OUT/$name.perfstat.csv" -- sleep "$secs" 2>/dev/null
   u1=$(usage_ns); m1=$($counter); h1=$(metric streambed_ws_fanout_handoffs_total)
-  printf '{"kind":"%s","clients":%s,"window_s":%s,"cpu_ns":%s,"messages":%s,"handoffs":%s,"us_per_message":%s,"cores":%s,"loadavg":"%s"}\n' \
+  local xmit
+  xmit=$(awk -F, '$3=="net:net_dev_xmit"{printf "%d", $1; f=1} END{if(!f) print 0}' "$OUT/$name.perfstat.csv")
+  printf '{"kind":"%s","clients":%s,"window_s":%s,"cpu_ns":%s,"messages":%s,"handoffs":%s,"us_per_message":%s,"packets":%s,"packets_per_message":%s,"cores":%s,"loadavg":"%s"}\n' \
     "$name" "$CLIENTS" "$secs" $((u1 - u0)) $((m1 - m0)) $((h1 - h0)) \
     "$(awk -v u=$((u1 - u0)) -v m=$((m1 - m0)) 'BEGIN{printf "%.2f", m ? u/1000/m : 0}')" \
+    "$xmit" "$(awk -v x="$xmit" -v m=$((m1 - m0)) 'BEGIN{printf "%.3f", m ? x/m : 0}')" \
     "$(awk -v u=$((u1 - u0)) -v s="$secs" 'BEGIN{printf "%.4f", u/1e9/s}')" "$(cut -d' ' -f1-3 /proc/loadavg)" | tee "$OUT/$name.window.json"
+}
+
+# xmit KIND COUNTER PIDS — an unmeasured window (XMIT=1): every packet the server puts
+# on lo, with its call chain, by size and cause (bench/xmit-classify.py).
+xmit() {
+  local name=$1 counter=$2 pids=$3 m0 m1 c i
+  m0=$($counter) # whole periods from 1 s after a burst, as window does
+  for i in $(seq 100); do c=$($counter); [ "$c" != "$m0" ] && break; sleep 0.1; done
+  sleep 1
+  m0=$($counter)
+  # the counter is read when the window ends, not after perf's exit (writing the
+  # stacks out can take past the next burst)
+  perf record -q -g -e net:net_dev_xmit -p "$pids" -o "$work/xmit.data" -- sleep $((2 * WINDOW_PERIODS)) >/dev/null 2>&1 &
+  local rec=$!
+  sleep $((2 * WINDOW_PERIODS))
+  m1=$($counter)
+  wait "$rec" || true
+  perf script -i "$work/xmit.data" 2>/dev/null | tee >(gzip > "$OUT/$name-xmit.script.gz") | python3 bench/xmit-classify.py $((m1 - m0)) > "$OUT/$name-xmit.md" || true
 }
 
 # load URL TRANSPORT FILE — the clients on core 1, in the background (LOAD_PID).
@@ -123,7 +151,9 @@ run_push() { # run_push A|B I
   echo "$SB_PID" > "$ACCT/sb-steady-srv/cgroup.procs"
   load "http://127.0.0.1:$PORT/live/seg/manifest.mpd" ws "push-$1-$2"
   sleep $((ramp_s + SETTLE))
-  if [ "$2" = profile ]; then
+  if [ "$2" = xmit ]; then
+    xmit "push-$1" "metric streambed_ws_chunks_total" "$SB_PID"
+  elif [ "$2" = profile ]; then
     perf record -F 999 -g -p "$SB_PID" -o "$work/perf.data" -- sleep $((2 * WINDOW_PERIODS)) 2>/dev/null
     perf report -i "$work/perf.data" --no-children --percent-limit 0.5 --stdio 2>/dev/null | head -400 > "$OUT/push-$1-profile.perf.txt" || true
     perf script -i "$work/perf.data" 2>/dev/null | tee >(gzip > "$OUT/push-$1-profile.script.gz") | python3 bench/perf-classify.py > "$OUT/push-$1-profile.parts.md" || true
@@ -142,7 +172,9 @@ run_nginx() { # run_nginx I
   NGX_MASTER=${NGX_PIDS%% *}
   load "http://127.0.0.1:$NGX_PORT/live/seg/manifest.mpd" http1 "nginx-$1"
   sleep $((ramp_s + SETTLE))
-  if [ "$1" = profile ]; then
+  if [ "$1" = xmit ]; then
+    xmit nginx nginx_requests "$(echo $NGX_PIDS | tr ' ' ',')"
+  elif [ "$1" = profile ]; then
     perf record -F 999 -g -p "$(echo $NGX_PIDS | tr ' ' ',')" -o "$work/perf.data" -- sleep $((2 * WINDOW_PERIODS)) 2>/dev/null
     perf report -i "$work/perf.data" --no-children --percent-limit 0.5 --stdio 2>/dev/null | head -400 > "$OUT/nginx-profile.perf.txt" || true
     perf script -i "$work/perf.data" 2>/dev/null | tee >(gzip > "$OUT/nginx-profile.script.gz") | python3 bench/perf-classify.py > "$OUT/nginx-profile.parts.md" || true
@@ -167,7 +199,9 @@ run_floor() { # run_floor I MODE — the frames have the asset's segment sizes, 
   taskset -c 1 "$work/ws-floor" read -connect "127.0.0.1:$FLOOR_PORT" -n "$CLIENTS" &
   local rd=$!
   sleep $((SETTLE))
-  if [ "$1" = profile ]; then
+  if [ "$1" = xmit ]; then
+    xmit "$name" floor_frames "$FLOOR_PID"
+  elif [ "$1" = profile ]; then
     perf record -F 999 -g -p "$FLOOR_PID" -o "$work/perf.data" -- sleep $((2 * WINDOW_PERIODS)) 2>/dev/null
     perf report -i "$work/perf.data" --no-children --percent-limit 0.5 --stdio 2>/dev/null | head -400 > "$OUT/$name-profile.perf.txt" || true
     perf script -i "$work/perf.data" 2>/dev/null | tee >(gzip > "$OUT/$name-profile.script.gz") | python3 bench/perf-classify.py > "$OUT/$name-profile.parts.md" || true
@@ -186,6 +220,7 @@ run_kind() { # run_kind KIND I
   floor) run_floor "$2" writev ;;
   floor-sendfile) run_floor "$2" sendfile ;;
   floor-sendfile1) run_floor "$2" sendfile1 ;;
+  floor-sendfile1-file) run_floor "$2" sendfile1-file ;;
   *) echo "ws-steady: unknown kind $1" >&2; exit 2 ;;
   esac
 }
@@ -208,6 +243,9 @@ if [ "$PROFILE" = 1 ]; then
       run_kind "$k" profile
     fi
   done
+fi
+if [ "${XMIT:-0}" = 1 ]; then
+  for k in $KINDS; do echo "== packets: $k"; run_kind "$k" xmit; done
 fi
 cut -d' ' -f1-3 /proc/loadavg > "$OUT/loadavg-after.txt"
 

@@ -72,7 +72,8 @@ func write(args []string) error {
 	dur := fs.Duration("for", 40*time.Second, "how long to write after the last reader connected")
 	sndbuf := fs.Int("sndbuf", 0, "SO_SNDBUF of each socket (0: the kernel's autotuning)")
 	lowat := fs.Int("lowat", 0, "TCP_NOTSENT_LOWAT of each socket (0: none)")
-	mode := fs.String("mode", "writev", "writev: header and payload copied by one writev; sendfile: the header by send(MSG_MORE), the payload from a memfd by sendfile (no copy on the sender); sendfile1: header and payload from one memfd, one sendfile")
+	mode := fs.String("mode", "writev", "writev: header and payload copied by one writev; sendfile: the header by send(MSG_MORE), the payload from a memfd by sendfile (no copy on the sender); sendfile1: header and payload from one memfd, one sendfile; sendfile1-file: the same from a regular file in -dir (written by one write, so its page cache may hold it in large folios, as the archive nginx serves)")
+	dir := fs.String("dir", os.TempDir(), "where -mode sendfile1-file puts its files (unlinked once open)")
 	status := fs.String("status", "", "file holding the frames written so far, rewritten after each round")
 	_ = fs.Parse(args)
 	ln, err := net.Listen("tcp", *listen)
@@ -90,7 +91,7 @@ func write(args []string) error {
 	}
 	frames := make([]frame, len(sizes))
 	for i, n := range sizes {
-		if frames[i], err = newFrame(n); err != nil {
+		if frames[i], err = newFrame(n, *mode, *dir); err != nil {
 			return err
 		}
 	}
@@ -129,7 +130,7 @@ func write(args []string) error {
 			switch *mode {
 			case "sendfile":
 				w, e = f.sendfile(fd)
-			case "sendfile1":
+			case "sendfile1", "sendfile1-file":
 				var off int64
 				w, _, e = syscall.RawSyscall6(syscall.SYS_SENDFILE, fd, uintptr(f.whole), uintptr(unsafe.Pointer(&off)), uintptr(total), 0, 0)
 			default:
@@ -222,7 +223,7 @@ type frame struct {
 	whole         int // header and payload in a memory file, for -mode sendfile1
 }
 
-func newFrame(size int) (frame, error) {
+func newFrame(size int, mode, dir string) (frame, error) {
 	head := []byte{0x82, 126, byte(size >> 8), byte(size)}
 	if size > 0xffff {
 		head = []byte{0x82, 127, 0, 0, 0, 0, byte(size >> 24), byte(size >> 16), byte(size >> 8), byte(size)}
@@ -243,6 +244,9 @@ func newFrame(size int) (frame, error) {
 		return frame{}, err
 	}
 	whole, err := unix.MemfdCreate("ws-floor", 0)
+	if mode == "sendfile1-file" {
+		whole, err = regularFile(dir)
+	}
 	if err != nil {
 		return frame{}, err
 	}
@@ -250,6 +254,20 @@ func newFrame(size int) (frame, error) {
 		return frame{}, err
 	}
 	return frame{head: head, payload: payload, iov: iov, memfd: fd, whole: whole}, nil
+}
+
+// regularFile opens a new, unlinked file in dir (its pages stay in the page cache
+// while it is open).
+func regularFile(dir string) (int, error) {
+	f, err := os.CreateTemp(dir, "ws-floor-*")
+	if err != nil {
+		return -1, err
+	}
+	defer f.Close()
+	if err := os.Remove(f.Name()); err != nil {
+		return -1, err
+	}
+	return unix.Dup(int(f.Fd()))
 }
 
 // sendfile sends the header with MSG_MORE (it waits for the payload in the same
