@@ -40,6 +40,19 @@ func RawConnOf(c net.Conn) syscall.RawConn {
 	return nil
 }
 
+// TCPInfo reads a connected TCP socket's TCP_INFO (allocating its answer: for reads
+// now and then; PacingReader is the one for every response).
+func TCPInfo(rc syscall.RawConn) (*unix.TCPInfo, error) {
+	var info *unix.TCPInfo
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		info, serr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+	}); err != nil {
+		return nil, err
+	}
+	return info, serr
+}
+
 // ReadPacing reads a connection's pacing state from TCP_INFO.
 func ReadPacing(rc syscall.RawConn) (Pacing, error) {
 	return NewPacingReader(rc).Read()

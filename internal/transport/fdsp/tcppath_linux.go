@@ -6,7 +6,7 @@ import (
 	"net"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/streambed/streambed/internal/netutil"
 )
 
 // readTCPPath reads TCP_INFO from the session's connection; false when it is not
@@ -20,11 +20,8 @@ func readTCPPath(c net.Conn) (tcpPath, bool) {
 	if err != nil {
 		return tcpPath{}, false
 	}
-	var info *unix.TCPInfo
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		info, serr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
-	}); err != nil || serr != nil {
+	info, err := netutil.TCPInfo(rc)
+	if err != nil {
 		return tcpPath{}, false
 	}
 	return tcpPath{rtt: time.Duration(info.Rtt) * time.Microsecond, mss: int(info.Snd_mss),

@@ -8,18 +8,13 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/streambed/streambed/internal/netutil"
 )
 
 // tcpStats reads TCP_INFO from a connected TCP socket.
 func tcpStats(rc syscall.RawConn) (TCPStats, error) {
-	var info *unix.TCPInfo
-	var serr error
-	err := rc.Control(func(fd uintptr) {
-		info, serr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
-	})
-	if err == nil {
-		err = serr
-	}
+	info, err := netutil.TCPInfo(rc)
 	if err != nil {
 		return TCPStats{}, err
 	}
